@@ -1,0 +1,63 @@
+"""FastAPI dependencies, as `Annotated` aliases: `def route(pool: Pool, key: CurrentKey)`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import asyncpg
+import redis.asyncio as aioredis
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.errors import ApiError
+from api.state import AppState
+from infra.db.api_keys import ApiKey, verify_token
+from infra.settings import Settings
+
+
+def get_state(request: Request) -> AppState:
+    state: AppState = request.app.state.turnout
+    return state
+
+
+def get_settings_dep(state: Annotated[AppState, Depends(get_state)]) -> Settings:
+    return state.settings
+
+
+def get_pool(state: Annotated[AppState, Depends(get_state)]) -> asyncpg.Pool:
+    return state.pool
+
+
+def get_redis(state: Annotated[AppState, Depends(get_state)]) -> aioredis.Redis:
+    return state.redis
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from `turnout keys create`")
+
+
+async def current_key(
+    pool: Annotated[asyncpg.Pool, Depends(get_pool)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> ApiKey:
+    if credentials is None:
+        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'",
+                       headers={"WWW-Authenticate": "Bearer"})
+    async with pool.acquire() as conn:
+        key = await verify_token(conn, credentials.credentials)
+    if key is None:
+        raise ApiError(401, "unauthorized", "unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    return key
+
+
+async def admin_key(key: Annotated[ApiKey, Depends(current_key)]) -> ApiKey:
+    if not key.is_admin:
+        raise ApiError(403, "forbidden", "this route needs an admin key (`turnout keys create --admin`)")
+    return key
+
+
+State = Annotated[AppState, Depends(get_state)]
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
+Redis = Annotated[aioredis.Redis, Depends(get_redis)]
+CurrentKey = Annotated[ApiKey, Depends(current_key)]
+AdminKey = Annotated[ApiKey, Depends(admin_key)]

@@ -1,0 +1,43 @@
+"""The FastAPI application factory (`uvicorn api.main:create_app --factory`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.errors import install_error_handlers
+from api.routes import ROUTERS
+from api.state import AppState
+from infra.db.pool import create_pool
+from infra.redis import create_async_redis
+from infra.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    settings.require_services()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=10)
+        redis = create_async_redis(settings)
+        app.state.turnout = AppState(settings=settings, pool=pool, redis=redis)
+        try:
+            yield
+        finally:
+            await redis.aclose()
+            await pool.close()
+
+    app = FastAPI(
+        title="Turnout",
+        version="0.1.0",
+        summary="Ask one free-text box about a multilingual article collection; get search results, "
+        "cited answers or both, as durable jobs.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    return app

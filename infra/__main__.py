@@ -1,0 +1,3 @@
+from infra.cli import main
+
+main()

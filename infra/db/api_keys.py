@@ -1,0 +1,63 @@
+"""API keys: `<id>.<secret>`; only sha256(secret) is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+import asyncpg
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    name: str
+    is_admin: bool
+    webhook_secret: str
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: ApiKey
+    token: str  # shown once
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+async def create_key(conn: asyncpg.Connection, name: str, *, is_admin: bool = False) -> IssuedKey:
+    key_id = "tk_" + secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    webhook_secret = "whsec_" + secrets.token_urlsafe(32)
+    await conn.execute(
+        "INSERT INTO api_keys (id, name, key_hash, webhook_secret, is_admin) VALUES ($1, $2, $3, $4, $5)",
+        key_id, name, _hash(secret), webhook_secret, is_admin,
+    )
+    return IssuedKey(ApiKey(key_id, name, is_admin, webhook_secret), f"{key_id}.{secret}")
+
+
+async def verify_token(conn: asyncpg.Connection, token: str) -> ApiKey | None:
+    key_id, _, secret = token.partition(".")
+    if not key_id or not secret:
+        return None
+    row = await conn.fetchrow(
+        "SELECT id, name, key_hash, webhook_secret, is_admin FROM api_keys WHERE id = $1 AND revoked_at IS NULL",
+        key_id,
+    )
+    if row is None or not hmac.compare_digest(row["key_hash"], _hash(secret)):
+        return None
+    return ApiKey(row["id"], row["name"], row["is_admin"], row["webhook_secret"])
+
+
+async def revoke_key(conn: asyncpg.Connection, key_id: str) -> bool:
+    result: str = await conn.execute(
+        "UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", key_id
+    )
+    return result.endswith(" 1")
+
+
+async def list_keys(conn: asyncpg.Connection) -> list[asyncpg.Record]:
+    return list(await conn.fetch("SELECT id, name, is_admin, created_at, revoked_at FROM api_keys ORDER BY created_at"))

@@ -1,0 +1,40 @@
+"""The asyncpg connection pool: the only way Turnout talks to PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from infra.settings import ConfigError
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    # jsonb in and out as Python objects, everywhere.
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+    await conn.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10, **kwargs: Any) -> asyncpg.Pool:
+    """Open a pool, or stop with a message that says what to do."""
+    if not dsn:
+        raise ConfigError("TURNOUT_DATABASE_URL is not set (or run `turnout up` for the embedded default)")
+    try:
+        pool = await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=60, **kwargs
+        )
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise ConfigError(f"cannot connect to PostgreSQL at {redact(dsn)}: {exc}") from exc
+    assert pool is not None
+    return pool
+
+
+def redact(dsn: str) -> str:
+    """A DSN without its password, for messages."""
+    if "@" not in dsn or "://" not in dsn:
+        return dsn
+    scheme, rest = dsn.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in creds else f"{scheme}://{user}@{host}"

@@ -1,0 +1,204 @@
+"""Initial schema: articles and localizations, jobs, audit, webhooks, re-embedding, API keys.
+
+Revision ID: 0001
+Revises:
+"""
+
+from alembic import op
+
+revision = "0001"
+down_revision = None
+
+# Pre-release baseline: each area keeps its tables in its own block below.
+UPGRADE = [
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    # --- articles (a story) and localizations (one per language version; what readers see) ---
+    """
+    CREATE TABLE articles (
+        id          text PRIMARY KEY,              -- the story key (translation_key)
+        source      text,
+        kind        text,
+        tags        text[] NOT NULL DEFAULT '{}',
+        created_at  timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    """
+    CREATE TABLE localizations (
+        id           text PRIMARY KEY,             -- record id: the article id clients see
+        article_id   text NOT NULL REFERENCES articles(id) ON DELETE CASCADE,
+        language     text NOT NULL CHECK (language IN ('ru', 'en', 'de')),
+        title        text NOT NULL,
+        summary      text NOT NULL DEFAULT '',
+        body         text NOT NULL DEFAULT '',     -- as imported (HTML or Markdown)
+        body_format  text NOT NULL DEFAULT 'html',
+        body_text    text NOT NULL DEFAULT '',     -- markup stripped: what is indexed and embedded
+        url          text,
+        slug         text,
+        author       text,
+        published    boolean NOT NULL DEFAULT true,
+        hidden       boolean NOT NULL DEFAULT false,
+        created_at   timestamptz NOT NULL,
+        updated_at   timestamptz,
+        content_hash text NOT NULL,
+        imported_at  timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    "CREATE INDEX localizations_article ON localizations (article_id)",
+    "CREATE INDEX localizations_visible_date ON localizations (language, created_at DESC, id DESC) "
+    "WHERE published AND NOT hidden",
+    # --- API keys ---
+    """
+    CREATE TABLE api_keys (
+        id             text PRIMARY KEY,           -- public key id (the part before the dot)
+        name           text NOT NULL,
+        key_hash       text NOT NULL UNIQUE,       -- sha256 of the secret part; the key itself is never stored
+        webhook_secret text NOT NULL,              -- signs this key's webhooks (HMAC-SHA256)
+        is_admin       boolean NOT NULL DEFAULT false,
+        created_at     timestamptz NOT NULL DEFAULT now(),
+        revoked_at     timestamptz
+    )
+    """,
+    # --- jobs: the source of truth for job state ---
+    """
+    CREATE TABLE jobs (
+        id               text PRIMARY KEY,         -- unguessable
+        api_key_id       text REFERENCES api_keys(id),
+        status           text NOT NULL DEFAULT 'queued'
+                         CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        question         text NOT NULL,
+        answer_language  text,
+        page_size        integer,
+        webhook_url      text,
+        idempotency_key  text,
+        request_hash     text,
+        result           jsonb,
+        error            jsonb,
+        usage            jsonb NOT NULL DEFAULT '{}'::jsonb,
+        attempts         integer NOT NULL DEFAULT 0,
+        lease_expires_at timestamptz,
+        created_at       timestamptz NOT NULL DEFAULT now(),
+        updated_at       timestamptz NOT NULL DEFAULT now(),
+        started_at       timestamptz,
+        finished_at      timestamptz,
+        UNIQUE (api_key_id, idempotency_key)
+    )
+    """,
+    "CREATE INDEX jobs_status_lease ON jobs (status, lease_expires_at)",
+    "CREATE INDEX jobs_key_created ON jobs (api_key_id, created_at DESC)",
+    """
+    CREATE TABLE job_events (
+        id         bigserial PRIMARY KEY,
+        job_id     text NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+        kind       text NOT NULL,
+        data       jsonb NOT NULL DEFAULT '{}'::jsonb,
+        created_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    "CREATE INDEX job_events_job ON job_events (job_id, id)",
+    # --- audit trail: one row per LLM round / tool execution / limit / fallback ---
+    """
+    CREATE TABLE audit_events (
+        id                   bigserial PRIMARY KEY,
+        job_id               text REFERENCES jobs(id) ON DELETE CASCADE,
+        round                integer,
+        kind                 text NOT NULL,
+        loop_mode            text,
+        model                text,
+        tool                 text,
+        arguments            jsonb,
+        normalized_arguments jsonb,
+        outcome              text,
+        error                text,
+        finish_reason        text,
+        input_tokens         integer NOT NULL DEFAULT 0,
+        output_tokens        integer NOT NULL DEFAULT 0,
+        latency_ms           double precision,
+        created_at           timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    "CREATE INDEX audit_events_job ON audit_events (job_id, id)",
+    # --- webhooks ---
+    """
+    CREATE TABLE webhook_deliveries (
+        id               bigserial PRIMARY KEY,
+        job_id           text NOT NULL UNIQUE REFERENCES jobs(id) ON DELETE CASCADE,
+        url              text NOT NULL,
+        status           text NOT NULL DEFAULT 'pending'
+                         CHECK (status IN ('pending', 'delivered', 'dead')),
+        attempts         integer NOT NULL DEFAULT 0,
+        next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+        last_status_code integer,
+        last_error       text,
+        created_at       timestamptz NOT NULL DEFAULT now(),
+        delivered_at     timestamptz
+    )
+    """,
+    """
+    CREATE TABLE webhook_attempts (
+        id          bigserial PRIMARY KEY,
+        delivery_id bigint NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+        attempt     integer NOT NULL,
+        status_code integer,
+        error       text,
+        latency_ms  double precision,
+        created_at  timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    # --- vector collections and bulk re-embedding ---
+    """
+    CREATE TABLE collection_versions (
+        name       text PRIMARY KEY,
+        model      text NOT NULL,
+        dimension  integer NOT NULL,
+        active     boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    "CREATE UNIQUE INDEX collection_versions_one_active ON collection_versions (active) WHERE active",
+    """
+    CREATE TABLE reembed_runs (
+        id          text PRIMARY KEY,
+        status      text NOT NULL DEFAULT 'queued'
+                    CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+        scope       jsonb NOT NULL DEFAULT '{}'::jsonb,
+        model       text NOT NULL,
+        collection  text NOT NULL,
+        total       integer NOT NULL DEFAULT 0,
+        done        integer NOT NULL DEFAULT 0,
+        skipped     integer NOT NULL DEFAULT 0,
+        failed      integer NOT NULL DEFAULT 0,
+        error       text,
+        created_at  timestamptz NOT NULL DEFAULT now(),
+        started_at  timestamptz,
+        updated_at  timestamptz NOT NULL DEFAULT now(),
+        finished_at timestamptz
+    )
+    """,
+    """
+    CREATE TABLE reembed_batches (
+        run_id           text NOT NULL REFERENCES reembed_runs(id) ON DELETE CASCADE,
+        batch_no         integer NOT NULL,
+        localization_ids text[] NOT NULL,
+        status           text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'failed')),
+        chunks_written   integer NOT NULL DEFAULT 0,
+        chunks_skipped   integer NOT NULL DEFAULT 0,
+        finished_at      timestamptz,
+        PRIMARY KEY (run_id, batch_no)
+    )
+    """,
+]
+
+DOWNGRADE = [
+    "DROP TABLE IF EXISTS reembed_batches, reembed_runs, collection_versions, webhook_attempts, "
+    "webhook_deliveries, audit_events, job_events, jobs, api_keys, localizations, articles CASCADE",
+]
+
+
+def upgrade() -> None:
+    for statement in UPGRADE:
+        op.execute(statement)
+
+
+def downgrade() -> None:
+    for statement in DOWNGRADE:
+        op.execute(statement)

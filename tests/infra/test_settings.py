@@ -1,0 +1,30 @@
+import pytest
+from pydantic import ValidationError
+
+from infra.settings import ConfigError, Settings
+
+
+def test_openai_embeddings_without_endpoint_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNOUT_EMBEDDING_PROVIDER", "openai")
+    monkeypatch.delenv("TURNOUT_EMBEDDING_BASE_URL", raising=False)
+    with pytest.raises(ValidationError, match="TURNOUT_EMBEDDING_BASE_URL"):
+        Settings()
+
+
+def test_limits_read_from_their_own_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNOUT_LIMIT_MAX_ROUNDS", "2")
+    assert Settings().limits.max_rounds == 2
+    monkeypatch.setenv("TURNOUT_LIMIT_MAX_ROUNDS", "0")
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_missing_service_urls_say_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNOUT_DATABASE_URL", "")
+    with pytest.raises(ConfigError, match="turnout up"):
+        Settings().require_services()
+
+
+def test_llm_unset_means_degraded_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TURNOUT_LLM_BASE_URL", raising=False)
+    assert Settings().llm_configured is False
