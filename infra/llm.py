@@ -1,0 +1,79 @@
+"""The one way to reach an OpenAI-compatible endpoint: the `openai` client + a tenacity policy.
+
+Retries only what can succeed on a second try (429, 5xx, timeouts, connection errors), with
+jittered exponential back-off that honours `Retry-After`; never a 400-class error. The
+client's own retries are off so the policy here is the only one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base, wait_random_exponential
+
+from infra.settings import Settings
+
+
+def create_llm_client(settings: Settings, *, timeout_s: float | None = None) -> openai.AsyncOpenAI:
+    if not settings.llm_base_url:
+        raise RuntimeError("no LLM configured (TURNOUT_LLM_BASE_URL); callers must use the degraded path")
+    return openai.AsyncOpenAI(
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key.get_secret_value(),
+        timeout=timeout_s or settings.limits.llm_call_timeout_s,
+        max_retries=0,
+    )
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code >= 500 or exc.status_code == 408
+    return False
+
+
+def retry_after_s(exc: BaseException | None) -> float | None:
+    """The server's `Retry-After` (seconds form), if it sent one."""
+    if isinstance(exc, openai.APIStatusError):
+        value = exc.response.headers.get("retry-after")
+        if value:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return None
+    return None
+
+
+class wait_retry_after_or_jitter(wait_base):  # tenacity's naming style
+    def __init__(self, multiplier: float = 0.5, max_s: float = 20.0) -> None:
+        self.jitter = wait_random_exponential(multiplier=multiplier, max=max_s)
+        self.max_s = max_s
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        outcome = retry_state.outcome
+        hinted = retry_after_s(outcome.exception() if outcome is not None else None)
+        if hinted is not None:
+            return min(hinted, self.max_s)
+        return float(self.jitter(retry_state))
+
+
+def llm_retrying(settings: Settings, *, deadline: float | None = None, **kwargs: Any) -> AsyncRetrying:
+    """`async for attempt in llm_retrying(s, deadline=t): with attempt: ...`
+
+    ``deadline`` is a ``time.monotonic()`` instant no retry may start after.
+    """
+    stop: stop_base = stop_after_attempt(settings.llm_max_retries + 1)
+    if deadline is not None:
+        stop = stop | stop_before_delay(max(0.0, deadline - time.monotonic()))
+    return AsyncRetrying(
+        retry=retry_if_exception(is_retryable),
+        wait=wait_retry_after_or_jitter(),
+        stop=stop,
+        reraise=True,
+        **kwargs,
+    )
