@@ -1,0 +1,94 @@
+"""Run the benchmarks and print one table of ratios against their in-run baselines.
+
+Each benchmark is a module `bench/<name>.py` that writes `bench/results/<name>.json`:
+{"name", "date", "rows": [{"metric", "value", "baseline", "ratio", "target", "unit"}]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+BENCHMARKS = ["search_bench", "rag_bench", "api_bench"]
+
+
+def run_one(name: str, timeout_s: float) -> tuple[bool, float, str]:
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", f"bench.{name}"], capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        return False, time.monotonic() - started, f"timed out after {timeout_s:.0f}s"
+    tail = (proc.stdout + proc.stderr)[-2000:]
+    return proc.returncode == 0, time.monotonic() - started, tail
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def render(results: list[dict[str, object]]) -> str:
+    header = f"{'benchmark':<14} {'metric':<44} {'value':>10} {'baseline':>10} {'ratio':>7}  target"
+    lines = [header, "-" * len(header)]
+    for result in results:
+        for row in result.get("rows", []):  # type: ignore[union-attr]
+            assert isinstance(row, dict)
+            unit = row.get("unit", "")
+            value = f"{row['value']:.2f}" if isinstance(row.get("value"), float | int) else str(row.get("value"))
+            base = row.get("baseline")
+            base_s = f"{base:.2f}" if isinstance(base, float | int) else "-"
+            ratio = row.get("ratio")
+            ratio_s = f"{ratio:.2f}x" if isinstance(ratio, float | int) else "-"
+            lines.append(
+                f"{str(result['name']):<14} {str(row['metric']) + (f' ({unit})' if unit else ''):<44} "
+                f"{value:>10} {base_s:>10} {ratio_s:>7}  {row.get('target', '')}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--run", action="store_true", help="run the benchmarks first (else just report)")
+    parser.add_argument("--only", nargs="*", default=BENCHMARKS)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per benchmark")
+    args = parser.parse_args()
+    RESULTS.mkdir(exist_ok=True)
+    failures: list[str] = []
+    durations: dict[str, float] = {}
+    if args.run:
+        for name in args.only:
+            print(f"== {name}", flush=True)
+            ok, took, tail = run_one(name, args.timeout)
+            durations[name] = round(took, 1)
+            if not ok:
+                failures.append(name)
+                print(f"{name} FAILED after {took:.0f}s:\n{tail}", file=sys.stderr)
+            else:
+                print(f"   done in {took:.0f}s", flush=True)
+    results = []
+    for name in args.only:
+        path = RESULTS / f"{name.removesuffix('_bench')}.json"
+        if path.exists():
+            results.append(json.loads(path.read_text()))
+    print()
+    print(f"Turnout benchmarks, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}")
+    print(render(results))
+    summary = {"date": datetime.now(UTC).isoformat(), "machine": machine(), "durations_s": durations,
+               "failed": failures, "results": results}
+    (RESULTS / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(f"\nJSON: {RESULTS / 'summary.json'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
