@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.middleware import install_request_limits
 from api.routes import ROUTERS
 from api.state import AppState
 from infra.db.pool import create_pool
@@ -38,6 +39,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_request_limits(app, settings)
     for router in ROUTERS:
         app.include_router(router)
     return app

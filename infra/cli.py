@@ -91,6 +91,8 @@ def worker(
     queues: Annotated[str, typer.Option(help="comma-separated queues to consume")] = ",".join(q.value for q in Queue),
     concurrency: Annotated[int, typer.Option(min=1)] = 4,
     pool: Annotated[str, typer.Option(help="celery pool: threads, prefork or solo")] = "threads",
+    beat: Annotated[bool, typer.Option(help="also run Celery beat (periodic tasks); one per deployment")] = False,
+    name: Annotated[str | None, typer.Option(help="node name, e.g. front@%h (default celery@%h)")] = None,
 ) -> None:
     """Start a Celery worker for the given queues."""
     settings = get_settings()
@@ -100,9 +102,13 @@ def worker(
         raise typer.BadParameter(f"unknown queue(s) {sorted(unknown)}; known: {[q.value for q in Queue]}")
     from workers.app import celery_app
 
-    celery_app.worker_main(
-        ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "--loglevel", "INFO", "-E"]
-    )
+    argv = ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "--loglevel", "INFO", "-E"]
+    if name:
+        argv += ["-n", name]
+    if beat:  # the schedule's state lives with the deployment's other data
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        argv += ["-B", "--schedule", str(settings.data_dir / "celerybeat-schedule")]
+    celery_app.worker_main(argv)
 
 
 @app.command()
@@ -137,6 +143,18 @@ def _register_subcommands() -> None:
     from api.cli import keys_app
 
     app.add_typer(keys_app, name="keys")
+    from infra.status_cli import status
+
+    app.command("status")(status)
+    from infra.up_cli import up
+
+    app.command("up")(up)
+    from retrieval.cli import reembed
+
+    app.command("reembed")(reembed)
+    from router.cli import eval_command
+
+    app.command("eval")(eval_command)
 
 
 _register_subcommands()

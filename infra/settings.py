@@ -86,6 +86,10 @@ class Settings(BaseSettings):
 
     # Jobs and webhooks
     job_lease_s: PositiveFloat = 300.0
+    job_sweep_interval_s: PositiveFloat = 30.0  # how often the sweeper looks for orphaned jobs
+    job_max_attempts: PositiveInt = 3  # runs of one job before the sweeper fails it (poison job)
+    webhook_retry_base_s: PositiveFloat = 30.0  # jittered exponential back-off multiplier
+    webhook_retry_max_s: PositiveFloat = 3_600.0  # cap on one back-off delay
     task_soft_time_limit_s: PositiveFloat = 150.0
     task_expires_s: PositiveFloat = 3_600.0
     webhook_allow_private: bool = False

@@ -45,6 +45,15 @@ def create_celery(settings: Settings) -> Celery:
         task_soft_time_limit=int(settings.task_soft_time_limit_s),
         timezone="UTC",
         enable_utc=True,
+        # The sweeper (re-enqueues orphaned jobs and webhook deliveries); beat runs embedded in the
+        # front worker (`-B`). A tick that waited longer than the interval is dropped, not piled up.
+        beat_schedule={
+            "sweep-orphans": {
+                "task": f"turnout.{Queue.MAINTENANCE.value}.sweep",
+                "schedule": settings.job_sweep_interval_s,
+                "options": {"queue": Queue.MAINTENANCE.value, "expires": settings.job_sweep_interval_s},
+            }
+        },
     )
     return app
 
@@ -53,4 +62,5 @@ celery_app = create_celery(get_settings())
 app = celery_app  # `celery -A workers.app` finds `app`
 
 # Register every task module (after `celery_app` exists: they decorate with it).
+import workers.signals  # noqa: E402  (ops metrics: queue wait, run time, heartbeats)
 import workers.tasks  # noqa: E402, F401

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ class WorkerProcess:
     concurrency: int = 4
     pool: str = "threads"
     env: Mapping[str, str] = field(default_factory=dict)
+    beat: bool = False  # embed Celery beat (the sweeper's schedule), as the front worker does
     log_path: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
 
@@ -97,10 +99,14 @@ class WorkerProcess:
         ARTIFACTS.mkdir(exist_ok=True)
         self.log_path = self.log_path or ARTIFACTS / f"worker-{os.getpid()}-{time.monotonic_ns()}.log"
         log = self.log_path.open("wb")
+        beat: list[str] = []
+        if self.beat:  # the schedule file goes to a throwaway directory, never the repository
+            schedule_dir = tempfile.mkdtemp(prefix="turnout-beat-")
+            beat = ["-B", "-s", str(Path(schedule_dir) / "celerybeat-schedule")]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", self.queues,
              "-c", str(self.concurrency), "-P", self.pool, "--loglevel", "INFO", "-E",
-             "--without-mingle", "--without-gossip", "-n", f"test-{time.monotonic_ns()}@%h"],
+             "--without-mingle", "--without-gossip", "-n", f"test-{time.monotonic_ns()}@%h", *beat],
             cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         if wait_ready:
@@ -155,7 +161,7 @@ class WorkerGroup:
     @classmethod
     def start(cls, env: Mapping[str, str] | None = None) -> WorkerGroup:
         env = dict(env or {})
-        front = WorkerProcess(queues=FRONT_QUEUES, env=env).start(wait_ready=False)
+        front = WorkerProcess(queues=FRONT_QUEUES, env=env, beat=True).start(wait_ready=False)
         vector = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)
         front.wait_ready()
         return cls(front, vector)

@@ -1,14 +1,52 @@
-"""Maintenance queue: liveness ping (used by health checks and tests)."""
+"""Maintenance queue: liveness ping (used by health checks and tests) and the sweeper."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 
+from infra.db import jobs as jobs_db
+from infra.db import webhooks as webhooks_db
 from infra.status import Queue
-from workers.base import turnout_task
+from workers._runtime import Runtime
+from workers.app import celery_app
+from workers.base import run_async, turnout_task
+from workers.dispatch import send_run_job, send_webhook
+
+log = logging.getLogger("turnout.sweeper")
 
 
 @turnout_task(Queue.MAINTENANCE, "ping", time_limit_s=10, ignore_result=False)
 def ping() -> dict[str, object]:
     return {"pong": True, "host": socket.gethostname(), "pid": os.getpid()}
+
+
+# --- the sweeper: Postgres is the truth, the broker may lose messages -------------------------
+
+SWEEP_TIME_LIMIT_S = 60.0
+
+
+@turnout_task(Queue.MAINTENANCE, "sweep", time_limit_s=SWEEP_TIME_LIMIT_S, ignore_result=False)
+def sweep() -> dict[str, int]:
+    """Re-enqueue jobs stuck past their lease and webhook deliveries whose message was lost."""
+    return run_async(sweep_once, timeout_s=SWEEP_TIME_LIMIT_S)
+
+
+async def sweep_once(rt: Runtime) -> dict[str, int]:
+    settings = rt.settings
+    pool = await rt.pool()
+    async with pool.acquire() as conn:
+        swept = await jobs_db.sweep_expired(conn, lease_s=settings.job_lease_s, max_attempts=settings.job_max_attempts)
+        # A due delivery's own countdown message normally claims it within moments; one still
+        # due after two sweeps lost its message (or its delay was too long for a message).
+        overdue = await webhooks_db.take_overdue(conn, grace_s=2 * settings.job_sweep_interval_s + 5)
+    for job_id in swept.requeued:
+        send_run_job(celery_app, settings, job_id)
+    deliveries = [f.delivery_id for f in swept.failed if f.delivery_id is not None] + overdue
+    for delivery_id in deliveries:
+        send_webhook(celery_app, settings, delivery_id)
+    if swept.requeued or swept.failed or overdue:
+        log.warning("sweeper: requeued %d job(s), failed %d, re-sent %d webhook(s)",
+                    len(swept.requeued), len(swept.failed), len(overdue))
+    return {"requeued": len(swept.requeued), "failed": len(swept.failed), "webhooks": len(deliveries)}

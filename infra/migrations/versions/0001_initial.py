@@ -40,12 +40,34 @@ UPGRADE = [
         created_at   timestamptz NOT NULL,
         updated_at   timestamptz,
         content_hash text NOT NULL,
-        imported_at  timestamptz NOT NULL DEFAULT now()
+        imported_at  timestamptz NOT NULL DEFAULT now(),
+        -- Full-text search (retrieval/search.py): each row stemmed with its own language's
+        -- configuration; weights title A > summary B > body C. The body is capped so an
+        -- oversized article can never fail its import on tsvector's 1 MB limit.
+        search_vector tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector(CASE language WHEN 'ru' THEN 'russian'::regconfig
+                WHEN 'de' THEN 'german'::regconfig ELSE 'english'::regconfig END, title), 'A')
+            || setweight(to_tsvector(CASE language WHEN 'ru' THEN 'russian'::regconfig
+                WHEN 'de' THEN 'german'::regconfig ELSE 'english'::regconfig END, summary), 'B')
+            || setweight(to_tsvector(CASE language WHEN 'ru' THEN 'russian'::regconfig
+                WHEN 'de' THEN 'german'::regconfig ELSE 'english'::regconfig END, left(body_text, 250000)), 'C')
+        ) STORED
     )
     """,
     "CREATE INDEX localizations_article ON localizations (article_id)",
     "CREATE INDEX localizations_visible_date ON localizations (language, created_at DESC, id DESC) "
     "WHERE published AND NOT hidden",
+    # Search (retrieval/search.py): keep the vector in the row when it fits (the body text goes to
+    # TOAST first), so matching it does not cost a TOAST lookup per row.
+    "ALTER TABLE localizations ALTER COLUMN search_vector SET STORAGE MAIN",
+    # Date order over all languages, full-text GIN, and the trigram GIN for the fallback's ILIKE
+    # (its expression must equal infra/db/search.py's TRIGRAM_TEXT).
+    "CREATE INDEX localizations_visible_all_date ON localizations (created_at DESC, id DESC) "
+    "WHERE published AND NOT hidden",
+    "CREATE INDEX localizations_search_vector ON localizations USING gin (search_vector) "
+    "WHERE published AND NOT hidden",
+    "CREATE INDEX localizations_search_trgm ON localizations "
+    "USING gin ((title || ' ' || summary) gin_trgm_ops) WHERE published AND NOT hidden",
     # --- API keys ---
     """
     CREATE TABLE api_keys (
@@ -151,7 +173,9 @@ UPGRADE = [
         model      text NOT NULL,
         dimension  integer NOT NULL,
         active     boolean NOT NULL DEFAULT false,
-        created_at timestamptz NOT NULL DEFAULT now()
+        created_at timestamptz NOT NULL DEFAULT now(),
+        chunking     text,                         -- chunker version the chunks were cut with
+        activated_at timestamptz                   -- last time it started serving reads
     )
     """,
     "CREATE UNIQUE INDEX collection_versions_one_active ON collection_versions (active) WHERE active",
@@ -171,9 +195,14 @@ UPGRADE = [
         created_at  timestamptz NOT NULL DEFAULT now(),
         started_at  timestamptz,
         updated_at  timestamptz NOT NULL DEFAULT now(),
-        finished_at timestamptz
+        finished_at timestamptz,
+        dimension         integer,                 -- of `model`, = the new collection's size
+        source_collection text,                    -- the active version vectors are copied from
+        embedded          integer NOT NULL DEFAULT 0  -- chunks embedded (`skipped`: chunks copied)
     )
     """,
+    # One run at a time: two runs finishing in either order must not switch reads backwards.
+    "CREATE UNIQUE INDEX reembed_runs_one_open ON reembed_runs ((true)) WHERE status IN ('queued', 'running')",
     """
     CREATE TABLE reembed_batches (
         run_id           text NOT NULL REFERENCES reembed_runs(id) ON DELETE CASCADE,
@@ -183,6 +212,8 @@ UPGRADE = [
         chunks_written   integer NOT NULL DEFAULT 0,
         chunks_skipped   integer NOT NULL DEFAULT 0,
         finished_at      timestamptz,
+        mode             text NOT NULL DEFAULT 'embed' CHECK (mode IN ('embed', 'copy')),
+        error            text,
         PRIMARY KEY (run_id, batch_no)
     )
     """,

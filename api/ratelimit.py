@@ -1,0 +1,68 @@
+"""Per-API-key submission rate limit (`limits`, moving window, stored in Redis).
+
+Shared by every API process through Redis. A refused submission gets 429 with `Retry-After`
+(seconds until the window admits one more).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Annotated
+
+from fastapi import Depends, Request
+from limits import RateLimitItemPerMinute
+from limits.aio.storage import RedisStorage
+from limits.aio.strategies import MovingWindowRateLimiter
+from redis.exceptions import RedisError
+
+from api.deps import SettingsDep
+from api.errors import ApiError
+from infra.redis import key
+from infra.settings import Settings
+
+log = logging.getLogger("turnout.api")
+
+
+class SubmissionLimiter:
+    def __init__(self, settings: Settings) -> None:
+        settings.require_services(database=False)
+        storage = RedisStorage(
+            "async+" + settings.redis_url, implementation="redispy", key_prefix=key(settings, "ratelimit")
+        )
+        self._limiter = MovingWindowRateLimiter(storage)
+        self.per_minute = settings.limits.submissions_per_minute
+        self._item = RateLimitItemPerMinute(self.per_minute)
+
+    async def hit(self, api_key_id: str) -> None:
+        """Count one submission for the key, or raise 429 (503 when Redis is unreachable)."""
+        try:
+            allowed = await self._limiter.hit(self._item, "submissions", api_key_id)
+            if allowed:
+                return
+            stats = await self._limiter.get_window_stats(self._item, "submissions", api_key_id)
+        except (RedisError, OSError) as exc:
+            log.warning("rate limiter unavailable: %s", exc)
+            raise ApiError(503, "unavailable", "the rate limiter's store (Redis) is unavailable; retry shortly",
+                           headers={"Retry-After": "5"}) from exc
+        retry_after = max(1, math.ceil(stats.reset_time - time.time()))
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"at most {self.per_minute} submissions per minute for this key; retry in {retry_after}s",
+            {"limitPerMinute": self.per_minute, "retryAfterS": retry_after},
+            headers={"Retry-After": str(retry_after)},
+        )
+
+
+def get_submission_limiter(request: Request, settings: SettingsDep) -> SubmissionLimiter:
+    """One limiter per app (its Redis connection pool is reused across requests)."""
+    limiter: SubmissionLimiter | None = getattr(request.app.state, "submission_limiter", None)
+    if limiter is None:
+        limiter = SubmissionLimiter(settings)
+        request.app.state.submission_limiter = limiter
+    return limiter
+
+
+Limiter = Annotated[SubmissionLimiter, Depends(get_submission_limiter)]

@@ -1,0 +1,146 @@
+"""A job: poll it, cancel it, stream its progress, page through its results (no LLM)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path, Request
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+
+from api.deps import CurrentKey, Pool, Redis, SettingsDep
+from api.errors import ApiError
+from api.routes.questions import get_producer
+from api.schemas import JobDocument, PageDocument, error_responses
+from infra.db import jobs as jobs_db
+from infra.db.job_events import events_after
+from infra.pages import load_page, page_filters
+from infra.results import ArticlesPage, NormalizedSearch, QuestionResult
+from infra.status import JobStatus
+from retrieval.search import search_articles
+from workers.dispatch import send_webhook
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+JobId = Annotated[str, Path(min_length=1, max_length=64, description="The id returned by POST /v1/questions")]
+EVENT_POLL_S = 0.2
+SSE_PING_S = 15
+
+
+async def _own_job(pool: Pool, key: CurrentKey, job_id: str) -> jobs_db.JobRow:
+    async with pool.acquire() as conn:
+        job = await jobs_db.get_job(conn, job_id, api_key_id=key.id)
+    if job is None:  # another key's job is indistinguishable from no job
+        raise ApiError(404, "not_found", f"no job {job_id} for this key")
+    return job
+
+
+@router.get("/{job_id}", response_model=JobDocument, summary="Get a job", responses=error_responses(401, 404))
+async def get_job(job_id: JobId, key: CurrentKey, pool: Pool, settings: SettingsDep) -> JobDocument:
+    """Status (`queued`, `running`, `succeeded`, `failed`, `cancelled`), timestamps, usage, and the
+    result (succeeded) or the error (failed)."""
+    return JobDocument.from_row(await _own_job(pool, key, job_id), base_url=settings.public_base_url)
+
+
+@router.delete(
+    "/{job_id}", response_model=JobDocument, summary="Cancel a queued job", responses=error_responses(401, 404, 409)
+)
+async def cancel_job(job_id: JobId, request: Request, key: CurrentKey, pool: Pool, settings: SettingsDep) -> JobDocument:
+    """Only a queued job can be cancelled; a running or finished job answers 409."""
+    async with pool.acquire() as conn:
+        outcome, finished = await jobs_db.cancel_job(conn, job_id, api_key_id=key.id)
+    if outcome == "not_found":
+        raise ApiError(404, "not_found", f"no job {job_id} for this key")
+    if finished is None:
+        hint = "it is already running" if outcome == JobStatus.RUNNING else f"it has already ended ({outcome})"
+        raise ApiError(409, "job_not_cancellable", f"only a queued job can be cancelled; {hint}",
+                       {"status": str(outcome)})
+    if finished.delivery_id is not None:
+        await asyncio.to_thread(send_webhook, get_producer(request, settings), settings, finished.delivery_id)
+    return JobDocument.from_row(finished.job, base_url=settings.public_base_url)
+
+
+@router.get(
+    "/{job_id}/events",
+    summary="Stream a job's progress (server-sent events)",
+    response_class=EventSourceResponse,
+    responses={
+        200: {
+            "description": "`text/event-stream`: one event per step (`queued`, `running`, `routing`, "
+            "`llm_round`, `tool_started`, `tool_finished`, `rate_limited`, `fallback`, `requeued`), "
+            "ending after the final status (`succeeded`, `failed`, `cancelled`). Each event's `id` may be "
+            "sent back as `Last-Event-ID` to resume; `data` is JSON {jobId, kind, data, at}.",
+            "content": {"text/event-stream": {"example": 'id: 12\nevent: running\ndata: {"jobId": "job_x", '
+                                              '"kind": "running", "data": {"attempt": 1}, "at": "..."}\n\n'}},
+        },
+        **error_responses(401, 404),
+    },
+)
+async def stream_events(
+    job_id: JobId,
+    key: CurrentKey,
+    pool: Pool,
+    last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0, le=2**63 - 1)] = None,
+) -> EventSourceResponse:
+    await _own_job(pool, key, job_id)
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        after = last_event_id or 0
+        while True:
+            async with pool.acquire() as conn:
+                batch = await events_after(conn, job_id, after)
+                job = None if batch else await jobs_db.get_job(conn, job_id)
+            for event in batch:
+                after = event.id
+                payload = {"jobId": job_id, "kind": event.kind, "data": event.data, "at": event.created_at.isoformat()}
+                yield ServerSentEvent(data=json.dumps(payload), event=event.kind, id=str(event.id))
+                if event.is_final:
+                    return
+            if job is not None and job.status.is_final:
+                return  # resumed after the final event: nothing more will come
+            if not batch:
+                await asyncio.sleep(EVENT_POLL_S)
+
+    return EventSourceResponse(events(), ping=SSE_PING_S)
+
+
+@router.get(
+    "/{job_id}/pages/{n}",
+    response_model=PageDocument,
+    summary="Page n of a search or combined result (no LLM call)",
+    responses=error_responses(401, 404, 409, 422),
+)
+async def get_page(
+    job_id: JobId,
+    n: Annotated[int, Path(ge=1, le=100_000, description="Page number, 1-based")],
+    key: CurrentKey,
+    pool: Pool,
+    redis: Redis,
+    settings: SettingsDep,
+) -> PageDocument:
+    """Served from the page cache, or on a miss by the deterministic search with the job's stored
+    normalized filters; never by the LLM. The rest of the result (a combined answer and its
+    sources) is returned unchanged. Pages run from 1 to `totalPages` of the job's result (page 1
+    when it found nothing); any other page is a 404 `page_out_of_range`."""
+    job = await _own_job(pool, key, job_id)
+    if job.status is not JobStatus.SUCCEEDED or job.result is None:
+        raise ApiError(409, "job_not_succeeded", f"the job is {job.status.value}; pages exist once it has succeeded",
+                       {"status": job.status.value})
+    result = QuestionResult.model_validate(job.result)
+    if result.search is None or result.articles is None:
+        raise ApiError(409, "not_paginated", f"a {result.result_type.value} has no pages; only search and "
+                       "combined results do", {"resultType": result.result_type.value})
+    last = max(result.articles.total_pages, 1)
+    if n > last:
+        raise ApiError(404, "page_out_of_range", f"page {n} does not exist; this result has pages 1..{last}",
+                       {"totalPages": result.articles.total_pages})
+
+    async def fetch(filters: NormalizedSearch) -> ArticlesPage:
+        return await search_articles(pool, filters)
+
+    articles, source = await load_page(redis, settings, result.search, n, fetch=fetch)
+    search = page_filters(result.search, n).model_copy(update={"adjustments": result.search.adjustments})
+    page_result = result.model_copy(update={"articles": articles, "search": search})
+    return PageDocument(job_id=job_id, page=n, source=source, result=page_result)

@@ -1,0 +1,132 @@
+"""`POST /v1/questions`: accept a question as a durable job (row first, then the message)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Annotated
+
+from celery import Celery
+from fastapi import APIRouter, Header, Request, Response
+
+from api.deps import CurrentKey, Pool, SettingsDep
+from api.errors import ApiError
+from api.ratelimit import Limiter
+from api.schemas import JobDocument, QuestionRequest, error_responses
+from infra.db import jobs as jobs_db
+from infra.settings import Settings
+from infra.ssrf import UnsafeTarget, check_target
+from workers.dispatch import send_run_job
+
+router = APIRouter(prefix="/v1", tags=["jobs"])
+
+IDEMPOTENCY_KEY_MAX = 255
+REPLAY_HEADER = "Idempotent-Replayed"
+
+
+def get_producer(request: Request, settings: Settings) -> Celery:
+    """A Celery app for sending, built from this API's settings (one per app, reused)."""
+    producer: Celery | None = getattr(request.app.state, "celery_producer", None)
+    if producer is None:
+        from workers.app import create_celery
+
+        producer = create_celery(settings)
+        request.app.state.celery_producer = producer
+    return producer
+
+
+def request_hash(body: QuestionRequest) -> str:
+    canonical = json.dumps(body.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _check_limits(body: QuestionRequest, settings: Settings) -> None:
+    limits = settings.limits
+    if len(body.question) > limits.question_max_chars:
+        raise ApiError(
+            422, "question_too_long",
+            f"question: at most {limits.question_max_chars} characters, got {len(body.question)}",
+            {"field": "question", "maxChars": limits.question_max_chars, "chars": len(body.question)},
+        )
+    if body.page_size is not None and body.page_size > limits.page_size_max:
+        raise ApiError(
+            422, "invalid_request", f"pageSize: at most {limits.page_size_max}, got {body.page_size}",
+            {"field": "pageSize", "max": limits.page_size_max},
+        )
+
+
+async def _check_webhook(url: str, settings: Settings) -> None:
+    try:
+        await check_target(url, allow_private=settings.webhook_allow_private)
+    except UnsafeTarget as exc:
+        raise ApiError(422, "webhook_url_refused", f"webhookUrl: {exc}", {"field": "webhookUrl"}) from exc
+
+
+def _replay_or_conflict(
+    existing: jobs_db.JobRow, digest: str, response: Response, settings: Settings
+) -> JobDocument:
+    if existing.request_hash != digest:
+        raise ApiError(
+            409, "idempotency_key_reused",
+            "this Idempotency-Key was already used with a different request body; use a new key",
+            {"jobId": existing.id},
+        )
+    response.headers[REPLAY_HEADER] = "true"
+    return JobDocument.from_row(existing, base_url=settings.public_base_url)
+
+
+@router.post(
+    "/questions",
+    status_code=202,
+    response_model=JobDocument,
+    summary="Submit a question (returns a job)",
+    responses=error_responses(401, 409, 413, 422, 429, 503),
+)
+async def submit_question(
+    body: QuestionRequest,
+    request: Request,
+    response: Response,
+    key: CurrentKey,
+    pool: Pool,
+    settings: SettingsDep,
+    limiter: Limiter,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=IDEMPOTENCY_KEY_MAX,
+            pattern=r"^[\x21-\x7e]+$",
+            description="Same key + same body returns the same job; the same key with another body is a 409",
+        ),
+    ] = None,
+) -> JobDocument:
+    """Queue a question. The job is stored before it is queued, so an accepted job is never lost.
+
+    Poll `links.self`, stream `links.events`, or pass `webhookUrl` to be called when it ends.
+    A replayed `Idempotency-Key` returns the original job with `Idempotent-Replayed: true`.
+    """
+    _check_limits(body, settings)
+    if body.webhook_url is not None:
+        await _check_webhook(body.webhook_url, settings)
+    digest = request_hash(body)
+    if idempotency_key is not None:
+        async with pool.acquire() as conn:
+            existing = await jobs_db.find_by_idempotency_key(conn, key.id, idempotency_key)
+        if existing is not None:  # a replay costs no submission
+            return _replay_or_conflict(existing, digest, response, settings)
+    await limiter.hit(key.id)
+    async with pool.acquire() as conn:
+        job, created = await jobs_db.create_job(
+            conn, api_key_id=key.id, question=body.question, answer_language=body.answer_language,
+            page_size=body.page_size, webhook_url=body.webhook_url, idempotency_key=idempotency_key,
+            request_hash=digest, lease_s=settings.job_lease_s,
+        )
+    if not created:  # a concurrent request with the same key won the insert
+        return _replay_or_conflict(job, digest, response, settings)
+    # After the row is committed; if this send fails the sweeper sends it once the lease passes.
+    await asyncio.to_thread(send_run_job, get_producer(request, settings), settings, job.id)
+    document = JobDocument.from_row(job, base_url=settings.public_base_url)
+    response.headers["Location"] = document.links.self
+    return document

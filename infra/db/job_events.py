@@ -1,0 +1,51 @@
+"""Job progress events (the SSE stream's source): one row per state change or router step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+FINAL_KINDS = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    id: int
+    job_id: str
+    kind: str
+    data: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def is_final(self) -> bool:
+        return self.kind in FINAL_KINDS
+
+
+_INSERT = "INSERT INTO job_events (job_id, kind, data) VALUES ($1, $2, $3) RETURNING id"
+
+
+async def add_event(conn: asyncpg.Connection, job_id: str, kind: str, data: dict[str, Any] | None = None) -> int:
+    """An event inside the caller's transaction (state changes: committed with the change)."""
+    event_id: int = await conn.fetchval(_INSERT, job_id, kind, data or {})
+    return event_id
+
+
+async def add_progress_event(conn: asyncpg.Connection, job_id: str, kind: str, data: dict[str, Any]) -> int:
+    """A progress event on its own, committed without waiting for the WAL flush: a crash may
+    lose the last few (they only narrate; the job's state is written durably), and each saves
+    a disk flush on the job's critical path."""
+    async with conn.transaction():
+        await conn.execute("SET LOCAL synchronous_commit TO OFF")
+        event_id: int = await conn.fetchval(_INSERT, job_id, kind, data)
+    return event_id
+
+
+async def events_after(conn: asyncpg.Connection, job_id: str, after_id: int = 0, *, limit: int = 200) -> list[JobEvent]:
+    rows = await conn.fetch(
+        "SELECT id, job_id, kind, data, created_at FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        job_id, after_id, limit,
+    )
+    return [JobEvent(r["id"], r["job_id"], r["kind"], r["data"], r["created_at"]) for r in rows]

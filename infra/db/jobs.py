@@ -1,0 +1,278 @@
+"""Jobs: the source of truth for job state (SPEC §9).
+
+Every transition is a conditional UPDATE, so a job executed twice (a redelivered message, a
+sweeper re-enqueue racing a slow worker) still ends with one result and one webhook delivery:
+- `claim_job`: queued -> running, bumping `attempts`; the attempt number is the runner's fence.
+- `finish_job` / `release_job`: only the runner holding the current attempt may write.
+- `sweep_expired`: a job whose lease ran out goes back to queued (or fails after too many tries).
+A final transition writes its event and the webhook delivery in the same transaction.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import asyncpg
+
+from infra.db.job_events import add_event
+from infra.db.webhooks import create_delivery
+from infra.status import JobStatus
+
+_LEASE = "now() + make_interval(secs => $2)"
+
+
+@dataclass(frozen=True)
+class JobRow:
+    id: str
+    api_key_id: str | None
+    status: JobStatus
+    question: str
+    answer_language: str | None
+    page_size: int | None
+    webhook_url: str | None
+    idempotency_key: str | None
+    request_hash: str | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    usage: dict[str, Any]
+    attempts: int
+    lease_expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+def _job(row: asyncpg.Record) -> JobRow:
+    values = dict(row)
+    values["status"] = JobStatus(values["status"])
+    return JobRow(**values)
+
+
+@dataclass(frozen=True)
+class Finished:
+    job: JobRow
+    delivery_id: int | None  # the webhook delivery to send, when the job has a webhook URL
+
+
+def new_job_id() -> str:
+    """Unguessable: 128 random bits, URL-safe."""
+    return "job_" + secrets.token_urlsafe(16)
+
+
+async def create_job(
+    conn: asyncpg.Connection,
+    *,
+    api_key_id: str,
+    question: str,
+    answer_language: str | None,
+    page_size: int | None,
+    webhook_url: str | None,
+    idempotency_key: str | None,
+    request_hash: str,
+    lease_s: float,
+) -> tuple[JobRow, bool]:
+    """Insert a queued job (and its `queued` event); with an idempotency key already used, return
+    that job instead. Returns (job, created). The lease is how long the job may wait for a
+    worker before the sweeper sends its message again."""
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            """
+            INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
+                              idempotency_key, request_hash, lease_expires_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+            ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
+            RETURNING *
+            """,
+            new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
+            idempotency_key, request_hash, lease_s,
+        )
+        if row is not None:
+            await add_event(conn, row["id"], JobStatus.QUEUED.value, {})
+            return _job(row), True
+    assert idempotency_key is not None  # only a key conflict skips the insert
+    existing = await find_by_idempotency_key(conn, api_key_id, idempotency_key)
+    if existing is None:  # pragma: no cover - the conflicting row cannot vanish (no deletes)
+        raise RuntimeError("idempotency conflict without a stored job")
+    return existing, False
+
+
+async def find_by_idempotency_key(conn: asyncpg.Connection, api_key_id: str, idempotency_key: str) -> JobRow | None:
+    row = await conn.fetchrow(
+        "SELECT * FROM jobs WHERE api_key_id = $1 AND idempotency_key = $2", api_key_id, idempotency_key
+    )
+    return _job(row) if row is not None else None
+
+
+async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | None = None) -> JobRow | None:
+    """The job; with `api_key_id`, only if that key owns it (another key's job does not exist for it)."""
+    row = await conn.fetchrow(
+        "SELECT * FROM jobs WHERE id = $1 AND ($2::text IS NULL OR api_key_id = $2)", job_id, api_key_id
+    )
+    return _job(row) if row is not None else None
+
+
+async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) -> JobRow | None:
+    """queued -> running with a lease; None when the job is not queued (running elsewhere, final, unknown)."""
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            f"""
+            UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_expires_at = {_LEASE},
+                            started_at = coalesce(started_at, now()), updated_at = now()
+            WHERE id = $1 AND status = 'queued'
+            RETURNING *
+            """,  # noqa: S608 (constant fragment)
+            job_id, lease_s,
+        )
+        if row is None:
+            return None
+        await add_event(conn, job_id, JobStatus.RUNNING.value, {"attempt": row["attempts"]})
+    return _job(row)
+
+
+async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, lease_s: float) -> bool:
+    """Extend a running job's lease; False when this runner no longer owns the job."""
+    result: str = await conn.execute(
+        f"UPDATE jobs SET lease_expires_at = {_LEASE}, updated_at = now() "  # noqa: S608 (constant fragment)
+        "WHERE id = $1 AND status = 'running' AND attempts = $3",
+        job_id, lease_s, attempt,
+    )
+    return result.endswith(" 1")
+
+
+async def _finalize(
+    conn: asyncpg.Connection,
+    row: asyncpg.Record,
+    status: JobStatus,
+    event_data: dict[str, Any],
+) -> Finished:
+    await add_event(conn, row["id"], status.value, event_data)
+    delivery_id = await create_delivery(conn, row["id"], row["webhook_url"]) if row["webhook_url"] else None
+    return Finished(_job(row), delivery_id)
+
+
+async def finish_job(
+    conn: asyncpg.Connection,
+    job_id: str,
+    *,
+    attempt: int,
+    status: Literal[JobStatus.SUCCEEDED, JobStatus.FAILED],
+    result: dict[str, Any] | None,
+    error: dict[str, Any] | None,
+    usage: dict[str, Any],
+    event_data: dict[str, Any] | None = None,
+) -> Finished | None:
+    """running -> final, only for the runner holding `attempt`; None when it lost the job."""
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            """
+            UPDATE jobs SET status = $3, result = $4, error = $5, usage = $6, lease_expires_at = NULL,
+                            finished_at = now(), updated_at = now()
+            WHERE id = $1 AND status = 'running' AND attempts = $2
+            RETURNING *
+            """,
+            job_id, attempt, status.value, result, error, usage,
+        )
+        if row is None:
+            return None
+        return await _finalize(conn, row, status, event_data if event_data is not None else {"error": error})
+
+
+async def release_job(
+    conn: asyncpg.Connection, job_id: str, *, attempt: int, retry_in_s: float, reason: str
+) -> bool:
+    """running -> queued after a transient failure (a service was down); the sweeper or a delayed
+    message runs it again once `retry_in_s` has passed."""
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            f"""
+            UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now()
+            WHERE id = $1 AND status = 'running' AND attempts = $3
+            RETURNING id
+            """,  # noqa: S608 (constant fragment)
+            job_id, retry_in_s, attempt,
+        )
+        if row is None:
+            return False
+        await add_event(conn, job_id, "requeued", {"reason": reason, "attempt": attempt})
+    return True
+
+
+CancelOutcome = Literal["cancelled", "not_found"] | JobStatus
+
+
+async def cancel_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str) -> tuple[CancelOutcome, Finished | None]:
+    """queued -> cancelled. Returns ("cancelled", finished), ("not_found", None), or the job's
+    current status when it can no longer be cancelled."""
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            """
+            UPDATE jobs SET status = 'cancelled', lease_expires_at = NULL, finished_at = now(), updated_at = now()
+            WHERE id = $1 AND api_key_id = $2 AND status = 'queued'
+            RETURNING *
+            """,
+            job_id, api_key_id,
+        )
+        if row is not None:
+            return "cancelled", await _finalize(conn, row, JobStatus.CANCELLED, {})
+    current = await get_job(conn, job_id, api_key_id=api_key_id)
+    return ("not_found", None) if current is None else (current.status, None)
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    requeued: list[str]  # send run_job for these
+    failed: list[Finished]  # gave up (worker lost too often); send their webhooks
+
+
+async def sweep_expired(
+    conn: asyncpg.Connection, *, lease_s: float, max_attempts: int, limit: int = 200
+) -> SweepOutcome:
+    """Jobs whose lease ran out: a running job's worker died (or Redis lost the message) and a
+    queued job's message was never picked up. Both go (back) to queued with a fresh lease; a
+    job that already ran `max_attempts` times fails instead of crashing workers forever."""
+    requeued: list[str] = []
+    failed: list[Finished] = []
+    async with conn.transaction():
+        stale = await conn.fetch(
+            """
+            SELECT id, status, attempts FROM jobs
+            WHERE status IN ('queued', 'running') AND lease_expires_at < now()
+            ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            """,
+            limit,
+        )
+        for job in stale:
+            was_running = job["status"] == JobStatus.RUNNING.value
+            if was_running and job["attempts"] >= max_attempts:
+                error = {
+                    "code": "worker_lost",
+                    "message": f"the worker running this job stopped {job['attempts']} times; giving up",
+                }
+                row = await conn.fetchrow(
+                    """
+                    UPDATE jobs SET status = 'failed', error = $2, lease_expires_at = NULL,
+                                    finished_at = now(), updated_at = now()
+                    WHERE id = $1 RETURNING *
+                    """,
+                    job["id"], error,
+                )
+                failed.append(await _finalize(conn, row, JobStatus.FAILED, {"error": error}))
+                continue
+            await conn.execute(
+                f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now() "  # noqa: S608
+                "WHERE id = $1",
+                job["id"], lease_s,
+            )
+            reason = "worker lost (lease expired)" if was_running else "not picked up within the lease"
+            await add_event(conn, job["id"], "requeued", {"reason": reason, "attempt": job["attempts"]})
+            requeued.append(job["id"])
+    return SweepOutcome(requeued, failed)
+
+
+async def count_by_status(conn: asyncpg.Connection) -> dict[str, int]:
+    rows = await conn.fetch("SELECT status, count(*) AS n FROM jobs GROUP BY status")
+    return {r["status"]: r["n"] for r in rows}

@@ -1,0 +1,76 @@
+"""The page cache: search pages in Redis, keyed by the normalized filters (not by job).
+
+Two jobs that ran the same filters share pages. The key is a hash of the canonical wire form
+of `NormalizedSearch` with the page set and the `adjustments` notes dropped (they describe how
+a request was clamped, not what was executed). A miss is filled by the caller's deterministic
+search (`load_page(..., fetch=...)`), so serving a page never needs the LLM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from infra.redis import key
+from infra.results import ArticlesPage, NormalizedSearch
+from infra.settings import Settings
+
+log = logging.getLogger("turnout.pages")
+
+PageSource = Literal["cache", "search"]
+
+
+def page_filters(search: NormalizedSearch, page: int) -> NormalizedSearch:
+    """The filters that produce `page`: the same search, another page, no clamp notes."""
+    return search.model_copy(update={"page": page, "adjustments": []})
+
+
+def page_key(settings: Settings, search: NormalizedSearch, page: int) -> str:
+    canonical = json.dumps(page_filters(search, page).wire(), sort_keys=True, separators=(",", ":"))
+    return key(settings, "page", hashlib.sha256(canonical.encode()).hexdigest())
+
+
+async def get_page(redis: aioredis.Redis, settings: Settings, search: NormalizedSearch, page: int) -> ArticlesPage | None:
+    raw = await redis.get(page_key(settings, search, page))
+    return ArticlesPage.model_validate_json(raw) if raw is not None else None
+
+
+async def put_page(redis: aioredis.Redis, settings: Settings, search: NormalizedSearch, articles: ArticlesPage) -> None:
+    """Cache `articles` as the page `search.page` of `search`."""
+    await redis.set(
+        page_key(settings, search, search.page), articles.model_dump_json(by_alias=True), ex=settings.page_cache_ttl_s
+    )
+
+
+async def load_page(
+    redis: aioredis.Redis,
+    settings: Settings,
+    search: NormalizedSearch,
+    page: int,
+    *,
+    fetch: Callable[[NormalizedSearch], Awaitable[ArticlesPage]],
+) -> tuple[ArticlesPage, PageSource]:
+    """Page `page` of `search` from the cache, or from `fetch` (then cached).
+
+    The cache is an optimisation: when Redis is unavailable the page still comes from `fetch`.
+    """
+    try:
+        cached = await get_page(redis, settings, search, page)
+    except RedisError as exc:
+        log.warning("page cache read failed, searching instead: %s", exc)
+        cached = None
+    if cached is not None:
+        return cached, "cache"
+    filters = page_filters(search, page)
+    articles = await fetch(filters)
+    try:
+        await put_page(redis, settings, filters, articles)
+    except RedisError as exc:
+        log.warning("page cache write failed: %s", exc)
+    return articles, "search"

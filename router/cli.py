@@ -1,0 +1,109 @@
+"""`turnout eval`: run a labelled question set against an endpoint or the fallback router."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import SecretStr
+
+from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.settings import ConfigError, LLMMode, Settings, get_settings
+from router.engine import OpenAIEngine
+from router.eval import SHIPPED_SET, EvalCase, EvalFileError, EvalReport, load_cases, render_text, run_eval
+from router.service import RouterDeps, RouteRequest, RoutingDecision, decide_fallback, decide_question
+from router.tools import default_registry
+
+
+class DecisionOnly:
+    """The eval harness decides and never executes: a tool execution here is a bug, loudly."""
+
+    async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
+        raise RuntimeError("the eval harness must not execute SearchArticles")
+
+    async def ask(
+        self, *, question: str, language: Language | None, answer_language: Language,
+        scope: Sequence[str] | None, scope_truncated: bool = False, deadline: float | None = None,
+        job_id: str | None = None,
+    ) -> object:
+        raise RuntimeError("the eval harness must not execute a RAG answer")
+
+
+def _request(case: EvalCase) -> RouteRequest:
+    return RouteRequest(question=case.question, answer_language=case.answer_language, today=case.today)
+
+
+async def evaluate(
+    path: Path,
+    settings: Settings,
+    *,
+    fallback: bool,
+    mode: LLMMode | None = None,
+    concurrency: int = 1,
+    limit: int | None = None,
+) -> EvalReport:
+    cases = load_cases(path)[:limit]
+    if fallback:
+        async def decide_fb(case: EvalCase) -> RoutingDecision:
+            return decide_fallback(settings, _request(case))
+
+        return await run_eval(cases, decide_fb, router="fallback (deterministic)")
+    if not settings.llm_configured:
+        raise ConfigError("no LLM endpoint: pass --base-url (or set TURNOUT_LLM_BASE_URL), or use --fallback")
+    registry = default_registry()
+    engine = OpenAIEngine(settings, registry, mode=mode)
+    deps = RouterDeps(
+        settings=settings, pool=None, redis=None, executor=DecisionOnly(), engine=engine,  # type: ignore[arg-type]
+        registry=registry, use_decision_cache=False, fallback_on_llm_error=False,
+    )
+
+    async def decide(case: EvalCase) -> RoutingDecision:
+        return await decide_question(deps, _request(case))
+
+    router = f"{engine.model} @ {settings.llm_base_url} ({engine.mode.value})"
+    try:
+        return await run_eval(cases, decide, router=router, concurrency=concurrency)
+    finally:
+        await engine.client.close()
+
+
+def eval_command(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="labelled JSONL set")
+    ] = SHIPPED_SET,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible /v1 URL (default TURNOUT_LLM_BASE_URL)")] = None,
+    model: Annotated[str | None, typer.Option(help="router model (default TURNOUT_LLM_ROUTER_MODEL)")] = None,
+    api_key: Annotated[str | None, typer.Option(envvar="TURNOUT_LLM_API_KEY", show_envvar=False)] = None,
+    mode: Annotated[LLMMode | None, typer.Option(help="loop mode (default TURNOUT_LLM_MODE)")] = None,
+    fallback: Annotated[bool, typer.Option("--fallback", help="evaluate the deterministic fallback router")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="cases decided in parallel")] = 1,
+    limit: Annotated[int | None, typer.Option(min=1, help="only the first N cases")] = None,
+) -> None:
+    """Measure routing accuracy on a labelled question set (tool, arguments, dates, latency, tokens)."""
+    base = get_settings()
+    update: dict[str, object] = {}
+    if base_url:
+        update["llm_base_url"] = base_url
+    if model:
+        update["llm_router_model"] = model
+    if api_key:
+        update["llm_api_key"] = SecretStr(api_key)
+    settings = base.model_copy(update=update)
+    try:
+        report = asyncio.run(
+            evaluate(file, settings, fallback=fallback, mode=mode, concurrency=concurrency, limit=limit)
+        )
+    except EvalFileError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if json_output:
+        json.dump(report.to_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        typer.echo(render_text(report))

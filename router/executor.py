@@ -1,0 +1,150 @@
+"""Where validated tool calls run: on the Celery queues (production) or in this process.
+
+`QueueExecutor` sends `turnout.search.search` / `turnout.rag.answer` and awaits the results
+without blocking the event loop (the blocking Celery calls run in threads; the wait is an
+async poll). `InProcessExecutor` calls the services directly (one process, e.g. a bench).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import asyncpg
+from celery import Celery
+
+from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.status import Queue
+
+if TYPE_CHECKING:
+    from retrieval.rag import RagContext, RagOutcome
+
+SEARCH_TASK = "turnout.search.search"
+RAG_TASK = "turnout.rag.answer"
+# Without a job deadline a queued call still may not wait forever.
+DEFAULT_TIMEOUT_S = 120.0
+_POLL_MIN_S = 0.01
+_POLL_MAX_S = 0.2
+
+
+class ToolExecutionError(RuntimeError):
+    """The tool ran and failed (the task raised); not the model's fault, not retried by the router."""
+
+
+class ToolExecutor(Protocol):
+    async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage: ...
+
+    async def ask(
+        self,
+        *,
+        question: str,
+        language: Language | None,
+        answer_language: Language,
+        scope: Sequence[str] | None,
+        scope_truncated: bool = False,
+        deadline: float | None = None,
+        job_id: str | None = None,
+    ) -> RagOutcome: ...
+
+
+def _remaining(deadline: float | None) -> float:
+    return DEFAULT_TIMEOUT_S if deadline is None else deadline - time.monotonic()
+
+
+class QueueExecutor:
+    def __init__(self, app: Celery | None = None) -> None:
+        if app is None:
+            from workers.app import celery_app
+
+            app = celery_app
+        self.app = app
+
+    async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
+        reply = await self._call(SEARCH_TASK, Queue.SEARCH, q.wire(), deadline)
+        return ArticlesPage.model_validate(reply)
+
+    async def ask(
+        self,
+        *,
+        question: str,
+        language: Language | None,
+        answer_language: Language,
+        scope: Sequence[str] | None,
+        scope_truncated: bool = False,
+        deadline: float | None = None,
+        job_id: str | None = None,
+    ) -> RagOutcome:
+        from retrieval.rag import rag_outcome_from_wire
+
+        payload = {
+            "question": question,
+            "language": language,
+            "answerLanguage": answer_language,
+            "scope": list(scope) if scope is not None else None,
+            "scopeTruncated": scope_truncated,
+            "deadlineS": max(0.01, _remaining(deadline)),
+            "jobId": job_id,  # the RAG side audits its answer call (`rag_answer`) under the job
+        }
+        reply = await self._call(RAG_TASK, Queue.RAG, payload, deadline)
+        return rag_outcome_from_wire(reply)
+
+    async def _call(self, task: str, queue: Queue, payload: dict[str, Any], deadline: float | None) -> Any:
+        remaining = _remaining(deadline)
+        if remaining <= 0:
+            raise TimeoutError(f"no time left before the job's deadline to run {task}")
+        # A message nobody picked up before the deadline must not run later for nothing.
+        result = await asyncio.to_thread(
+            self.app.send_task, task, args=[payload], queue=queue.value, expires=remaining
+        )
+        give_up = time.monotonic() + remaining
+        try:
+            poll = _POLL_MIN_S
+            while not await asyncio.to_thread(result.ready):
+                if time.monotonic() + poll > give_up:
+                    raise TimeoutError(f"{task} did not finish before the job's deadline")
+                await asyncio.sleep(poll)
+                poll = min(poll * 1.5, _POLL_MAX_S)
+            try:
+                # Inside a worker task Celery forbids a blocking get() unless told the wait is intended.
+                return await asyncio.to_thread(result.get, timeout=10, disable_sync_subtasks=False)
+            except Exception as exc:  # the task's own exception, re-raised by Celery
+                raise ToolExecutionError(f"{task} failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            await asyncio.to_thread(result.forget)
+
+
+class InProcessExecutor:
+    """Runs the services in this process. RAG needs a `RagContext`, which opens the vector
+    store: only in the one process allowed to (see CONTRIBUTING)."""
+
+    def __init__(self, pool: asyncpg.Pool, rag: RagContext | None = None) -> None:
+        self.pool = pool
+        self.rag = rag
+
+    async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
+        from retrieval.search import search_articles
+
+        async with asyncio.timeout(max(0.0, _remaining(deadline))):
+            return await search_articles(self.pool, q)
+
+    async def ask(
+        self,
+        *,
+        question: str,
+        language: Language | None,
+        answer_language: Language,
+        scope: Sequence[str] | None,
+        scope_truncated: bool = False,
+        deadline: float | None = None,
+        job_id: str | None = None,
+    ) -> RagOutcome:
+        from retrieval.rag import answer_question
+
+        if self.rag is None:
+            raise ToolExecutionError("this process has no RAG context (the vector store lives in the rag worker)")
+        return await answer_question(
+            self.rag, question=question, language=language, answer_language=answer_language,
+            scope=scope, scope_truncated=scope_truncated, deadline=deadline, job_id=job_id,
+        )

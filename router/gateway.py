@@ -1,0 +1,306 @@
+"""The execution gateway: a tool-call intent is validated against the registry and policy
+(SPEC §5), executed through a `ToolExecutor`, and written to the audit trail.
+
+The model never touches data: it proposes `(tool, arguments)`; this module decides whether
+that is allowed, what exactly runs (the normalized arguments) and records both.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from pydantic import ValidationError
+
+from infra.results import ArticlesPage, Language, NormalizedSearch, QuestionResult
+from infra.settings import Limits
+from infra.status import ResultStatus, ResultType
+from retrieval.search import SearchArgumentError, normalize_search
+from router.audit import AuditTrail
+from router.dates import check_against_question
+from router.errors import TOOL_FAILED, RoutingFailed
+from router.executor import ToolExecutionError, ToolExecutor
+from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
+
+
+@dataclass(frozen=True)
+class ValidatedCall:
+    """A call the gateway accepted, with what will actually run."""
+
+    tool: str
+    arguments: dict[str, Any]  # as the model sent them
+    search: NormalizedSearch | None = None
+    question: str | None = None
+    language: Language | None = None  # the RAG language filter (AskArticles)
+    answer_language: Language | None = None
+
+    def normalized_arguments(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.search.wire() if self.search is not None else {}
+        if self.tool == ASK:
+            out["language"] = self.language
+        if self.question is not None:
+            out["question"] = self.question
+            out["answerLanguage"] = self.answer_language
+        return out
+
+
+@dataclass(frozen=True)
+class Rejection:
+    tool: str
+    arguments: Any
+    reason: str
+
+    @property
+    def message(self) -> str:
+        """The tool message the model gets back (it answers the rejected tool_call_id)."""
+        return f"ERROR: {self.reason}"
+
+
+def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any] | str:
+    """The arguments as an object, or a reason why they are not one."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    try:
+        parsed = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        return f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
+    if not isinstance(parsed, dict):
+        return f"the arguments must be a JSON object, got {type(parsed).__name__}"
+    return parsed
+
+
+def _ask_error(tool: str, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "arguments"
+    got = first.get("input")
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        allowed = ", ".join(AskArgs.model_fields)
+        return f"{tool}: unknown argument {field!r}; allowed: {allowed}"
+    if kind == "missing":
+        return f"{tool}: argument {field!r} is required"
+    if kind == "literal_error":
+        return f"{tool}: {field} {got!r} is not supported; use one of ru, en, de"
+    if kind == "string_type":
+        return f"{tool}: {field} must be a string, got {got!r}"
+    if kind == "string_too_short":
+        return f"{tool}: {field} must not be empty"
+    return f"{tool}: {field}: {first['msg']} (got {got!r})"
+
+
+class CallValidator:
+    """Pure validation and normalization of one tool call for one job (no I/O)."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        limits: Limits,
+        *,
+        today: date,
+        question: str,
+        user_language: Language,
+        page_size: int | None = None,
+        answer_language: Language | None = None,
+    ) -> None:
+        self.registry = registry
+        self.limits = limits
+        self.today = today
+        self.question = question
+        self.user_language = user_language
+        self.page_size = page_size  # the client's choice wins over the model's
+        self.answer_language = answer_language  # the client's choice wins over the model's
+
+    def validate(self, name: str, raw: str | Mapping[str, Any]) -> ValidatedCall | Rejection:
+        parsed = parse_arguments(raw)
+        if self.registry.get(name) is None:
+            return Rejection(name, parsed, f"unknown tool {name!r}; available tools: {', '.join(self.registry.names)}")
+        if isinstance(parsed, str):
+            return Rejection(name, raw, f"{name}: {parsed}")
+        if name == SEARCH:
+            return self._search(parsed)
+        if name == ASK:
+            return self._ask(parsed)
+        if name == SEARCH_AND_ASK:
+            return self._combined(parsed)
+        return Rejection(name, parsed, f"tool {name!r} has no executor")  # a registry/gateway mismatch
+
+    def _normalize(self, tool: str, raw: Mapping[str, Any]) -> NormalizedSearch | Rejection:
+        try:
+            normalized = normalize_search(raw, limits=self.limits, today=self.today)
+        except SearchArgumentError as exc:
+            return Rejection(tool, dict(raw), f"{tool}: {exc.message}")
+        reason = check_against_question(self.question, normalized.date_from, normalized.date_to, self.today)
+        if reason is not None:
+            return Rejection(tool, dict(raw), f"{tool}: {reason}")
+        return normalized
+
+    def _answer_language(self, requested: Language | None) -> Language:
+        return self.answer_language or requested or self.user_language
+
+    def _search(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
+        raw = dict(args)
+        if self.page_size is not None:
+            raw["pageSize"] = self.page_size
+        normalized = self._normalize(SEARCH, raw)
+        if isinstance(normalized, Rejection):
+            return Rejection(SEARCH, args, normalized.reason)
+        return ValidatedCall(SEARCH, args, search=normalized)
+
+    def _ask_args(self, tool: str, args: Mapping[str, Any]) -> AskArgs | Rejection:
+        try:
+            ask = AskArgs.model_validate(dict(args))
+        except ValidationError as exc:
+            return Rejection(tool, dict(args), _ask_error(tool, exc))
+        question = " ".join(ask.question.split())
+        if not question:
+            return Rejection(tool, dict(args), f"{tool}: argument 'question' must not be empty")
+        if len(question) > self.limits.question_max_chars:
+            return Rejection(
+                tool, dict(args),
+                f"{tool}: question is {len(question)} characters; at most {self.limits.question_max_chars}",
+            )
+        return ask.model_copy(update={"question": question})
+
+    def _ask(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
+        ask = self._ask_args(ASK, args)
+        if isinstance(ask, Rejection):
+            return ask
+        return ValidatedCall(
+            ASK, args, question=ask.question, language=ask.language,
+            answer_language=self._answer_language(ask.answerLanguage),
+        )
+
+    def _combined(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
+        search_keys = combined_search_keys(self.registry)
+        allowed = search_keys | {"question", "answerLanguage"}
+        unknown = sorted(set(args) - allowed)
+        if unknown:
+            return Rejection(
+                SEARCH_AND_ASK, args,
+                f"{SEARCH_AND_ASK}: unknown argument {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}",
+            )
+        search_raw = {k: v for k, v in args.items() if k in search_keys}
+        # The combined tool always answers from page 1 of the job's page size.
+        search_raw.update(page=1, pageSize=self.page_size or self.limits.page_size_default)
+        normalized = self._normalize(SEARCH_AND_ASK, search_raw)
+        if isinstance(normalized, Rejection):
+            return Rejection(SEARCH_AND_ASK, args, normalized.reason)
+        ask_raw = {k: v for k, v in args.items() if k in ("question", "answerLanguage")}
+        ask = self._ask_args(SEARCH_AND_ASK, ask_raw)
+        if isinstance(ask, Rejection):
+            return Rejection(SEARCH_AND_ASK, args, ask.reason)
+        return ValidatedCall(
+            SEARCH_AND_ASK, args, search=normalized, question=ask.question, language=normalized.language,
+            answer_language=self._answer_language(ask.answerLanguage),
+        )
+
+
+_NO_ARTICLES = "No published articles match these filters."
+
+
+class Gateway:
+    """Validate -> execute -> audit, for one job."""
+
+    def __init__(self, validator: CallValidator, executor: ToolExecutor, audit: AuditTrail) -> None:
+        self.validator = validator
+        self.executor = executor
+        self.audit = audit
+
+    async def check(self, name: str, raw: str | Mapping[str, Any], *, round_no: int | None) -> ValidatedCall | Rejection:
+        verdict = self.validator.validate(name, raw)
+        if isinstance(verdict, Rejection):
+            await self.audit.record(
+                "tool_rejected", round=round_no, tool=verdict.tool, arguments=verdict.arguments,
+                error=verdict.reason, outcome="rejected",
+            )
+        return verdict
+
+    async def execute(self, call: ValidatedCall, *, round_no: int | None, deadline: float) -> QuestionResult:
+        started = time.monotonic()
+        try:
+            result = await self._run(call, deadline)
+        except (ToolExecutionError, TimeoutError) as exc:
+            outcome = "timeout" if isinstance(exc, TimeoutError) else "error"
+            await self.audit.record(
+                "tool_execution", round=round_no, tool=call.tool, arguments=call.arguments,
+                normalized_arguments=call.normalized_arguments(), outcome=outcome, error=str(exc),
+                latency_ms=(time.monotonic() - started) * 1000,
+            )
+            if isinstance(exc, TimeoutError):
+                raise
+            raise RoutingFailed(TOOL_FAILED, f"{call.tool} failed: {exc}") from exc
+        await self.audit.record(
+            "tool_execution", round=round_no, tool=call.tool, arguments=call.arguments,
+            normalized_arguments=call.normalized_arguments(), outcome=result.status.value,
+            latency_ms=(time.monotonic() - started) * 1000,
+        )
+        return result
+
+    async def _run(self, call: ValidatedCall, deadline: float) -> QuestionResult:
+        if call.tool == SEARCH:
+            assert call.search is not None
+            page = await self.executor.search(call.search, deadline=deadline)
+            return QuestionResult(
+                result_type=ResultType.SEARCH,
+                status=ResultStatus.ANSWERED if page.items else ResultStatus.NO_RESULTS,
+                articles=page, search=call.search, tool=SEARCH,
+                message=None if page.items else _NO_ARTICLES,
+            )
+        assert call.question is not None and call.answer_language is not None
+        if call.tool == ASK:
+            outcome = await self.executor.ask(
+                question=call.question, language=call.language, answer_language=call.answer_language,
+                scope=None, deadline=deadline, job_id=self.audit.job_id,
+            )
+            return _answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
+        assert call.search is not None
+        page = await self.executor.search(call.search, deadline=deadline)
+        ids = [item.id for item in page.items]
+        if not ids:
+            # An empty scope answers "nothing found"; it never widens to the whole collection.
+            return QuestionResult(
+                result_type=ResultType.COMBINED, status=ResultStatus.NO_RESULTS, articles=page,
+                search=call.search, question=call.question, answer_language=call.answer_language,
+                tool=SEARCH_AND_ASK, message=_NO_ARTICLES,
+            )
+        truncated = page.total_items > len(page.items)
+        outcome = await self.executor.ask(
+            question=call.question, language=call.language, answer_language=call.answer_language,
+            scope=ids, scope_truncated=truncated, deadline=deadline, job_id=self.audit.job_id,
+        )
+        return _answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
+
+
+def _answer_result(
+    result_type: ResultType, call: ValidatedCall, outcome: Any, *, page: ArticlesPage | None, truncated: bool
+) -> QuestionResult:
+    result = QuestionResult(
+        result_type=result_type,
+        status=ResultStatus(outcome.status),
+        answer=outcome.answer,
+        answer_language=outcome.answer_language or call.answer_language,
+        answer_kind=outcome.answer_kind,
+        sources=list(outcome.sources),
+        articles=page,
+        search=call.search,
+        question=call.question,
+        coverage_limited=bool(outcome.coverage_limited or truncated),
+        tool=call.tool,
+        message=getattr(outcome, "message", None),
+    )
+    result.usage = outcome.usage.model_copy()  # the RAG answer's LLM spend, merged by the service
+    return result
+
+
+def observation(result: QuestionResult) -> str:
+    """What the model is told after an execution that found nothing (it may broaden and retry)."""
+    filters = {k: v for k, v in (result.search.wire() if result.search else {}).items() if v not in (None, [], "")}
+    what = f" with {json.dumps(filters, ensure_ascii=False)}" if filters else ""
+    return (
+        f"{result.tool} found nothing{what}. If the filters were too narrow you may call a tool again "
+        "with broader ones; otherwise reply without a tool."
+    )

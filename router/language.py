@@ -1,0 +1,54 @@
+"""Which of Turnout's languages (ru/en/de) a user wrote in, and which one they asked for."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lingua import Language as LinguaLanguage
+from lingua import LanguageDetector, LanguageDetectorBuilder
+
+from infra.results import Language
+
+_LINGUA: dict[LinguaLanguage, Language] = {
+    LinguaLanguage.RUSSIAN: "ru",
+    LinguaLanguage.ENGLISH: "en",
+    LinguaLanguage.GERMAN: "de",
+}
+_CYRILLIC = re.compile(r"[\u0400-\u04FF]")
+_GERMAN_LETTERS = re.compile(r"[äöüßÄÖÜ]")
+_WORD = re.compile(r"[^\W\d_]+", re.U)
+# Function words decide short questions where character statistics are weak ("Was ist neu in X?").
+_FUNCTION_WORDS: dict[Language, frozenset[str]] = {
+    "de": frozenset(
+        "ist sind was wie warum wann wer welche welcher welches gibt es der die das den dem des und oder "
+        "nicht ein eine einen über zu zum zur mir mich ich du sie wir im seit letzten letzte letztes "
+        "diesem dieses jahr monat zeige zeig finde suche liste erkläre artikel auf deutsch hallo danke "
+        "bitte mit für von aus bei nach neu neue neues wurde werden hat haben kann".split()
+    ),
+    "en": frozenset(
+        "is are was were what how why when who which does do did the a an and or not of to in on for "
+        "with about me my i you we show find list search explain articles article posts news since last "
+        "this year month hello hi thanks please new changed from give tell can has have".split()
+    ),
+}
+
+
+@lru_cache(maxsize=1)
+def _detector() -> LanguageDetector:
+    # Only our three languages: a short question must not be classified as, say, Dutch.
+    return LanguageDetectorBuilder.from_languages(*_LINGUA).build()
+
+
+def detect_language(text: str, default: Language = "en") -> Language:
+    """The language of ``text``; Cyrillic is decisive, otherwise lingua decides among en/de."""
+    if _CYRILLIC.search(text):
+        return "ru"
+    words = [w.casefold() for w in _WORD.findall(text)]
+    votes = {lang: sum(w in vocab for w in words) for lang, vocab in _FUNCTION_WORDS.items()}
+    if votes["de"] != votes["en"]:
+        return max(votes, key=lambda lang: votes[lang])
+    detected = _detector().detect_language_of(text)
+    if detected is None:
+        return "de" if _GERMAN_LETTERS.search(text) else default
+    return _LINGUA[detected]

@@ -1,0 +1,376 @@
+"""`route_question`: a question in, a `QuestionResult` out (or `RoutingFailed`).
+
+The loop (loop mode "return on execution"): each round the model sees the conversation and
+the tools and answers with a tool call or text. The gateway validates the call; an invalid
+one goes back as an `ERROR: …` tool message answering its tool_call_id. The first valid call
+is executed and its result IS the job's result — the model is not asked to talk about it.
+Only an execution that found nothing is shown to the model (it may broaden the filters and
+try again, within the execution limit). Prose instead of a tool call gets one corrective
+round; an explicit "no tool applies" (greetings, off-topic) ends as `refused`.
+
+Degraded mode: no LLM configured, or the LLM failing through its retries within the
+deadline -> the deterministic fallback route (`routedBy: "fallback"`). A cached decision for
+the same normalized question today -> no LLM call (`routedBy: "cache"`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any, NoReturn, cast, get_args
+
+import asyncpg
+import redis.asyncio as aioredis
+
+from infra.results import Language, QuestionResult, Usage
+from infra.settings import LLMMode, Settings
+from infra.status import ResultStatus, ResultType
+from router.audit import AuditTrail
+from router.cache import CachedDecision, DecisionCache
+from router.engine import Engine, EngineError, EngineRequest, OpenAIEngine, ToolIntent, Turn
+from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, NO_TOOL_CALL, RoutingFailed
+from router.executor import QueueExecutor, ToolExecutor
+from router.fallback import fallback_decision
+from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
+from router.language import detect_language
+from router.limits import JobBudget
+from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt
+from router.ratelimit import LLMRateLimiter, RateLimitDeadline
+from router.tools import ToolRegistry, default_registry
+
+if TYPE_CHECKING:
+    from workers._runtime import Runtime
+
+__all__ = [
+    "RouteRequest", "RouterDeps", "RoutingDecision", "RoutingFailed", "decide_fallback", "decide_question",
+    "route_question",
+]
+
+_LANGUAGES: tuple[str, ...] = get_args(Language)
+EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+_REFUSAL: dict[Language, str] = {
+    "en": "Turnout answers questions about its articles. This message is not one, so nothing was searched.",
+    "ru": "Turnout отвечает на вопросы о своих статьях. Это сообщение не такой вопрос, поэтому поиск не выполнялся.",
+    "de": "Turnout beantwortet Fragen zu seinen Artikeln. Diese Nachricht ist keine solche Frage, "
+          "daher wurde nichts gesucht.",
+}
+
+
+@dataclass
+class RouteRequest:
+    question: str
+    answer_language: str | None = None  # ru | en | de; None = the language the user wrote in
+    page_size: int | None = None
+    job_id: str | None = None
+    today: date | None = None  # default: today in UTC
+
+    def __post_init__(self) -> None:
+        if self.answer_language is not None and self.answer_language not in _LANGUAGES:
+            raise ValueError(f"answer_language {self.answer_language!r} is not one of {', '.join(_LANGUAGES)}")
+
+    @property
+    def language(self) -> Language | None:
+        return cast(Language | None, self.answer_language)
+
+
+@dataclass
+class RouterDeps:
+    settings: Settings
+    pool: asyncpg.Pool | None  # None only for the eval harness: audit kept in memory
+    redis: aioredis.Redis | None  # None: no decision cache
+    executor: ToolExecutor
+    engine: Engine | None  # None = degraded mode (no LLM configured)
+    registry: ToolRegistry = field(default_factory=default_registry)
+    rate_limiter: LLMRateLimiter | None = None
+    use_decision_cache: bool = True
+    fallback_on_llm_error: bool = True  # the eval harness turns it off to measure the model alone
+
+    @classmethod
+    async def from_runtime(cls, rt: Runtime) -> RouterDeps:
+        """Built once per worker thread; fails start-up on configuration errors (tool names, URLs)."""
+        settings = rt.settings
+        registry = default_registry()
+        engine = OpenAIEngine(settings, registry) if settings.llm_configured else None
+        return cls(
+            settings=settings,
+            pool=await rt.pool(),
+            redis=await rt.redis(),
+            executor=QueueExecutor(),
+            engine=engine,
+            registry=registry,
+            rate_limiter=LLMRateLimiter.from_settings(settings) if engine is not None else None,
+        )
+
+
+@dataclass
+class RoutingDecision:
+    """What the router decided without executing it (the eval harness compares these)."""
+
+    tool: str | None
+    arguments: dict[str, Any]  # normalized, as the gateway would execute them
+    routed_by: str
+    usage: Usage
+    rounds: int = 0
+    refused: str | None = None
+    error: str | None = None  # a RoutingFailed code
+    message: str | None = None
+
+
+async def route_question(deps: RouterDeps, req: RouteRequest, *, on_event: EventSink | None = None) -> QuestionResult:
+    result = await _Run(deps, req, on_event).route()
+    assert isinstance(result, QuestionResult)
+    return result
+
+
+async def decide_question(deps: RouterDeps, req: RouteRequest) -> RoutingDecision:
+    """The LLM's validated decision, corrections included, but nothing executed."""
+    if deps.engine is None:
+        return decide_fallback(deps.settings, req, deps.registry)
+    run = _Run(deps, req, None)
+    try:
+        outcome = await run.route(dry_run=True)
+    except RoutingFailed as exc:
+        return RoutingDecision(None, {}, "llm", exc.usage, run.budget.rounds, error=exc.code, message=exc.message)
+    usage = run.budget.usage.model_copy()
+    if isinstance(outcome, ValidatedCall):
+        return RoutingDecision(outcome.tool, outcome.normalized_arguments(), "llm", usage, run.budget.rounds)
+    return RoutingDecision(None, {}, outcome.routed_by, usage, run.budget.rounds, refused=outcome.message)
+
+
+def decide_fallback(settings: Settings, req: RouteRequest, registry: ToolRegistry | None = None) -> RoutingDecision:
+    """The deterministic route's decision for ``req`` (no I/O)."""
+    today = req.today or datetime.now(UTC).date()
+    question = " ".join(req.question.split())
+    decision = fallback_decision(question, today, answer_language=req.language)
+    if decision.tool is None:
+        return RoutingDecision(None, {}, "fallback", Usage(), refused=decision.reason)
+    validator = CallValidator(
+        registry or default_registry(), settings.limits, today=today, question=question,
+        user_language=detect_language(question), page_size=req.page_size, answer_language=req.language,
+    )
+    verdict = validator.validate(decision.tool, decision.arguments)
+    if isinstance(verdict, Rejection):
+        return RoutingDecision(None, {}, "fallback", Usage(), error="fallback_rejected", message=verdict.reason)
+    return RoutingDecision(verdict.tool, verdict.normalized_arguments(), "fallback", Usage())
+
+
+class _Run:
+    """One routing job: its budget, audit trail, gateway and conversation."""
+
+    def __init__(self, deps: RouterDeps, req: RouteRequest, on_event: EventSink | None) -> None:
+        self.deps = deps
+        self.req = req
+        self.on_event = on_event
+        self.settings = deps.settings
+        self.today = req.today or datetime.now(UTC).date()
+        self.question = " ".join(req.question.split())
+        self.user_language: Language = detect_language(self.question) if self.question else "en"
+        self.budget = JobBudget(self.settings.limits)
+        self.audit = AuditTrail(deps.pool, req.job_id)
+        self.validator = CallValidator(
+            deps.registry, self.settings.limits, today=self.today, question=self.question,
+            user_language=self.user_language, page_size=req.page_size, answer_language=req.language,
+        )
+        self.gateway = Gateway(self.validator, deps.executor, self.audit)
+        self.cache = (
+            DecisionCache(deps.redis, self.settings) if deps.redis is not None and deps.use_decision_cache else None
+        )
+        self.last_result: QuestionResult | None = None
+
+    async def emit(self, kind: str, data: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            await self.on_event(kind, data)
+
+    # ---- entry ----
+    async def route(self, *, dry_run: bool = False) -> QuestionResult | ValidatedCall:
+        await self.emit("routing", {"llm": self.deps.engine is not None})
+        try:
+            return await self._route(dry_run)
+        except RateLimitDeadline as exc:
+            await self._fail(LIMIT_DEADLINE, str(exc))
+        except TimeoutError as exc:  # a tool execution ran into the job's deadline
+            await self._fail(LIMIT_DEADLINE, f"the job deadline passed during a tool execution: {exc}")
+        except RoutingFailed as exc:
+            await self.audit.record("limit", round=self.budget.rounds or None, outcome=exc.code, error=exc.message)
+            raise
+
+    async def _fail(self, code: str, message: str) -> NoReturn:
+        await self.audit.record("limit", round=self.budget.rounds or None, outcome=code, error=message)
+        raise RoutingFailed(code, message, self.budget.usage.model_copy())
+
+    async def _route(self, dry_run: bool) -> QuestionResult | ValidatedCall:
+        if not self.question:
+            return self._refused("the question is empty", routed_by="llm")
+        engine = self.deps.engine
+        if engine is None:
+            return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)")
+        if self.cache is not None and not dry_run:
+            cached = await self.cache.get(self.question, self.today)
+            if cached is not None:
+                from_cache = await self._from_cache(cached)
+                if from_cache is not None:
+                    return from_cache
+        try:
+            return await self._loop(engine, dry_run)
+        except EngineError as exc:
+            if self.budget.deadline_passed():
+                await self._fail(LIMIT_DEADLINE, f"the LLM did not answer before the job's deadline ({exc})")
+            if dry_run or not self.deps.fallback_on_llm_error:
+                await self._fail(LLM_UNAVAILABLE, str(exc))
+            return await self._fallback(f"the LLM failed: {exc}")
+
+    # ---- the LLM loop ----
+    async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
+        turns = [
+            Turn("system", system_prompt(self.today, engine.mode, self.deps.registry)),
+            Turn("user", self.question),
+        ]
+        corrected = False
+        while True:
+            round_no = self.budget.start_round()
+            estimate = engine.estimate_input_tokens(turns)
+            self.budget.check_room_for(estimate)
+            response = await engine.complete(
+                EngineRequest(
+                    turns=turns,
+                    max_output_tokens=self.budget.output_room(estimate),
+                    deadline=self.budget.deadline,
+                    before_attempt=self._wait_for_rate_limit,
+                )
+            )
+            self.budget.add_llm_call(response.input_tokens, response.output_tokens)
+            declined = response.declined or (None if response.intents else declined_reason(response.text))
+            first = response.intents[0] if response.intents else None
+            await self.audit.record(
+                "llm_round", round=round_no, loop_mode=engine.mode.value, model=response.model,
+                finish_reason=response.finish_reason, input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens, latency_ms=response.latency_ms,
+                tool=first.name if first else None,
+                arguments=parse_arguments(first.arguments) if first else None,
+                outcome="tool_call" if first else ("declined" if declined else "text"),
+                error=declined,
+            )
+            await self.emit("llm_round", {
+                "round": round_no, "finishReason": response.finish_reason, "tool": first.name if first else None,
+                "inputTokens": response.input_tokens, "outputTokens": response.output_tokens,
+            })
+            self.budget.check_tokens()
+
+            if response.intents:
+                turns.append(Turn("assistant", response.text, tuple(response.intents)))
+                outcome = await self._handle_calls(response.intents, round_no, turns, dry_run)
+                if outcome is not None:
+                    return outcome
+                continue
+            if self.last_result is not None:
+                return self._finish(self.last_result, "llm")  # the model is done after "nothing found"
+            if declined is not None:
+                if self.cache is not None and not dry_run:
+                    await self.cache.put(self.question, self.today, CachedDecision(None, {}, declined))
+                return self._refused(declined, routed_by="llm")
+            if corrected:
+                self.budget.fail(
+                    NO_TOOL_CALL,
+                    "the model answered in prose instead of calling a tool, also after a corrective round",
+                )
+            corrected = True
+            turns.append(Turn("assistant", response.text or ""))
+            turns.append(Turn("user", JSON_CORRECTION if engine.mode is LLMMode.JSON_SCHEMA else CORRECTION))
+
+    async def _handle_calls(
+        self, intents: list[ToolIntent], round_no: int, turns: list[Turn], dry_run: bool
+    ) -> QuestionResult | ValidatedCall | None:
+        allowed = self.settings.limits.max_tool_calls_per_round
+        # Calls past the per-round limit are answered (every tool_call_id must be) but never run.
+        for extra in intents[allowed:]:
+            reason = f"only {allowed} tool call(s) per round are allowed; this call was not executed"
+            await self.audit.record(
+                "tool_rejected", round=round_no, tool=extra.name, arguments=parse_arguments(extra.arguments),
+                error=reason, outcome="limit_tool_calls_per_round",
+            )
+            turns.append(Turn("tool", f"ERROR: {reason}", call_id=extra.call_id, tool=extra.name))
+        for intent in intents[:allowed]:
+            verdict = await self.gateway.check(intent.name, intent.arguments, round_no=round_no)
+            if isinstance(verdict, Rejection):
+                turns.append(Turn("tool", verdict.message, call_id=intent.call_id, tool=intent.name))
+                continue
+            if dry_run:
+                return verdict
+            result = await self._execute(verdict, round_no)
+            if result.status is not ResultStatus.NO_RESULTS:
+                if self.cache is not None:
+                    await self.cache.put(self.question, self.today, CachedDecision(verdict.tool, verdict.arguments))
+                return self._finish(result, "llm")
+            self.last_result = result
+            turns.append(Turn("tool", observation(result), call_id=intent.call_id, tool=intent.name))
+        return None
+
+    async def _execute(self, call: ValidatedCall, round_no: int | None) -> QuestionResult:
+        self.budget.start_execution()
+        self.budget.check_deadline(f"about to run {call.tool}")
+        await self.emit("tool_started", {"tool": call.tool, "arguments": call.normalized_arguments()})
+        result = await self.gateway.execute(call, round_no=round_no, deadline=self.budget.deadline)
+        self.budget.add_usage(result.usage)
+        await self.emit("tool_finished", {"tool": call.tool, "status": result.status.value})
+        return result
+
+    async def _wait_for_rate_limit(self, tokens: int) -> None:
+        limiter = self.deps.rate_limiter
+        if limiter is None:
+            return
+        announced = False
+
+        async def announce(wait_s: float) -> None:
+            nonlocal announced
+            announced = True
+            await self.emit("rate_limited", {"waitS": round(wait_s, 3)})
+
+        waited = await limiter.acquire(tokens, deadline=self.budget.deadline, on_wait=announce)
+        if announced:
+            await self.audit.record("rate_limit_wait", round=self.budget.rounds, latency_ms=waited * 1000)
+
+    # ---- cache and fallback ----
+    async def _from_cache(self, cached: CachedDecision) -> QuestionResult | None:
+        await self.audit.record("cache_hit", tool=cached.tool, arguments=cached.arguments, error=cached.reason)
+        if cached.tool is None:
+            return self._refused(cached.reason or "not about the articles", routed_by="cache")
+        verdict = await self.gateway.check(cached.tool, cached.arguments, round_no=None)
+        if isinstance(verdict, Rejection):
+            return None  # validation rules changed since it was cached: ask the model again
+        return self._finish(await self._execute(verdict, None), "cache")
+
+    async def _fallback(self, reason: str) -> QuestionResult:
+        await self.emit("fallback", {"reason": reason})
+        decision = fallback_decision(self.question, self.today, answer_language=self.req.language)
+        if decision.tool is None:
+            await self.audit.record("fallback", outcome="refused", error=f"{reason}; {decision.reason}")
+            return self._refused(decision.reason, routed_by="fallback")
+        verdict = self.validator.validate(decision.tool, decision.arguments)
+        if isinstance(verdict, Rejection):
+            await self.audit.record(
+                "fallback", tool=decision.tool, arguments=decision.arguments, outcome="rejected",
+                error=f"{reason}; {verdict.reason}",
+            )
+            return self._refused(verdict.reason, routed_by="fallback")
+        await self.audit.record(
+            "fallback", tool=verdict.tool, arguments=decision.arguments,
+            normalized_arguments=verdict.normalized_arguments(), outcome="routed", error=reason,
+        )
+        return self._finish(await self._execute(verdict, None), "fallback")
+
+    # ---- results ----
+    def _finish(self, result: QuestionResult, routed_by: str) -> QuestionResult:
+        return result.model_copy(update={"routed_by": routed_by, "usage": self.budget.usage.model_copy()})
+
+    def _refused(self, reason: str, *, routed_by: str) -> QuestionResult:
+        # The model's own words are not shown to the user (they could be anything); the reason is audited.
+        return QuestionResult(
+            result_type=ResultType.ANSWER,
+            status=ResultStatus.REFUSED,
+            answer_language=self.req.language or self.user_language,
+            message=_REFUSAL[self.req.language or self.user_language],
+            routed_by=routed_by,  # type: ignore[arg-type]
+            usage=self.budget.usage.model_copy(),
+        )

@@ -1,0 +1,288 @@
+"""Helpers for job-API tests: the real API over HTTP (uvicorn on loopback), API keys, a webhook
+receiver, isolated stacks (own Redis prefix or server, own database, own workers)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import uvicorn
+
+from infra.db.api_keys import IssuedKey, create_key
+from infra.db.pool import create_pool
+from infra.settings import Settings
+from infra.status import JobStatus
+from tests.support import services
+
+FINAL = {s.value for s in JobStatus if s.is_final}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ApiServer:
+    """`api.main.create_app(settings)` served by uvicorn in a thread, on a loopback port."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ApiServer:
+        from api.main import create_app
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(create_app(self.settings), log_level="warning", lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("API server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
+
+
+def issue_key(settings: Settings, name: str = "test", *, admin: bool = False) -> IssuedKey:
+    async def go() -> IssuedKey:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            async with pool.acquire() as conn:
+                return await create_key(conn, f"{name}-{secrets.token_hex(3)}", is_admin=admin)
+        finally:
+            await pool.close()
+
+    return asyncio.run(go())
+
+
+def query(settings: Settings, sql: str, *args: Any) -> list[dict[str, Any]]:
+    """Run one SQL statement against the stack's database (assertions on stored state)."""
+
+    async def go() -> list[dict[str, Any]]:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            return [dict(r) for r in await pool.fetch(sql, *args)]
+        finally:
+            await pool.close()
+
+    return asyncio.run(go())
+
+
+def wait_for_job(client: httpx.Client, job_id: str, *, timeout: float = 60.0,
+                 until: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+    """Poll GET /v1/jobs/{id} until it is final (or `until` holds)."""
+    done = until or (lambda doc: doc["status"] in FINAL)
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.get(f"/v1/jobs/{job_id}")
+        assert response.status_code == 200, response.text
+        doc: dict[str, Any] = response.json()
+        if done(doc):
+            return doc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} still {doc['status']} after {timeout}s: {doc}")
+        time.sleep(0.1)
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+@dataclass
+class ReceivedHook:
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+    def json(self) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(self.body)
+        return document
+
+
+@dataclass
+class WebhookReceiver:
+    """An HTTP receiver on loopback that records every POST and answers `status` (200 by default)."""
+
+    status: int = 200
+    received: list[ReceivedHook] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+
+    def start(self) -> WebhookReceiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                receiver.received.append(ReceivedHook(dict(self.headers.items()), body, time.time()))
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def for_job(self, job_id: str) -> list[ReceivedHook]:
+        return [h for h in list(self.received) if h.json().get("id") == job_id]
+
+
+@contextmanager
+def webhook_receiver(status: int = 200) -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver(status=status).start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
+
+
+class RedisServer:
+    """A private `redis-server` (no persistence), so a test can kill and restart it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        import redis
+
+        client = redis.Redis.from_url(self.url, socket_timeout=1)
+        wait_until(lambda: _pings(client), timeout=10, what=f"redis-server on {self.port}")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: every queued message and unacked delivery in it is gone."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        self.kill()
+
+
+def _pings(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+def stack_settings(base: Settings, **overrides: Any) -> Settings:
+    """`base` with overrides (nested `limits__x=` keys update the limits)."""
+    limit_overrides = {k.removeprefix("limits__"): v for k, v in overrides.items() if k.startswith("limits__")}
+    plain = {k: v for k, v in overrides.items() if not k.startswith("limits__")}
+    if limit_overrides:
+        plain["limits"] = base.limits.model_copy(update=limit_overrides)
+    return base.model_copy(update=plain)
+
+
+def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment a worker subprocess needs to join the stack described by `settings`."""
+    return {
+        "TURNOUT_DATABASE_URL": settings.database_url,
+        "TURNOUT_REDIS_URL": settings.redis_url,
+        "TURNOUT_REDIS_PREFIX": settings.redis_prefix,
+        **extra,
+    }
+
+
+def start_worker(settings: Settings, queues: str, *, beat: bool, env: dict[str, str] | None = None,
+                 concurrency: int = 4) -> services.WorkerProcess:
+    """A worker in the stack described by `settings`, ready when it answers a ping on its own broker."""
+    from workers.app import create_celery
+
+    worker = services.WorkerProcess(
+        queues=queues, concurrency=concurrency, env=settings_env(settings, **(env or {})), beat=beat
+    ).start(wait_ready=False)
+    app = create_celery(settings)
+    deadline = time.monotonic() + 60
+    while True:
+        if worker.proc is not None and worker.proc.poll() is not None:
+            raise RuntimeError(f"worker exited: {worker.log_text()[-3000:]}")
+        try:
+            app.send_task("turnout.maintenance.ping", queue="maintenance", expires=10).get(timeout=2)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"worker not ready: {worker.log_text()[-3000:]}") from None
+    app.close()
+    return worker
+
+
+@contextmanager
+def throwaway_database(name_hint: str) -> Iterator[str]:
+    """A migrated database of its own (no sweeper of another stack can see its jobs); dropped after."""
+    from infra.migrate import upgrade
+
+    name = f"turnout_test_{name_hint}_{secrets.token_hex(3)}"
+    services.create_database(name)
+    dsn = services.dsn_for(name)
+    try:
+        upgrade(dsn)
+        yield dsn
+    finally:
+        services.drop_database(name)

@@ -1,0 +1,262 @@
+"""The dashboard in a real headless Chromium against a running stack with jobs in flight.
+
+Chromium (Debian's `chromium`) is driven over the DevTools protocol (a websocket). The test
+loads the page with the admin key in the URL fragment, waits for it to auto-refresh, reads
+the numbers and charts it drew, compares them with /v1/ops/queues, and saves a screenshot
+as test-artifacts/dashboard.png.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.sync.client import ClientConnection, connect
+
+from infra.db.audit import AuditEvent
+from infra.settings import Settings
+from tests.api.ops_fixtures import (
+    OpsStack,
+    Work,
+    add_audit,
+    add_reembed_run,
+    make_jobs,
+    ops_stack,
+    run_pings,
+    run_searches,
+    wait_deliveries_settled,
+    wait_worker_seen,
+)
+from tests.api.support import wait_until, webhook_receiver
+from tests.support.services import ARTIFACTS
+
+CHROMIUM = os.environ.get("TURNOUT_TEST_CHROMIUM", "/usr/bin/chromium")
+VIEWPORT = {"width": 1440, "height": 900}  # a common laptop screen
+
+
+class DevTools:
+    """A minimal DevTools-protocol client: one page target, request/response by id."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.ids = itertools.count(1)
+
+    def send(self, method: str, **params: Any) -> dict[str, Any]:
+        call_id = next(self.ids)
+        self.ws.send(json.dumps({"id": call_id, "method": method, "params": params}))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            message = json.loads(self.ws.recv(timeout=30))
+            if message.get("id") == call_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                result: dict[str, Any] = message.get("result", {})
+                return result
+        raise TimeoutError(f"no reply to {method}")
+
+    def evaluate(self, expression: str) -> Any:
+        reply = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"page script failed: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[DevTools]:
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"{CHROMIUM} not found: install Debian's chromium (`apt-get install -y chromium`; "
+                           ".ci/run does) or set TURNOUT_TEST_CHROMIUM")
+    profile = tempfile.mkdtemp(prefix="turnout-chromium-")
+    proc = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-extensions",
+         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--remote-debugging-port=0",
+         "--remote-debugging-address=127.0.0.1",
+         f"--window-size={VIEWPORT['width']},{VIEWPORT['height']}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        port_file = Path(profile) / "DevToolsActivePort"
+        wait_until(lambda: port_file.exists() and port_file.read_text().strip(), timeout=30,
+                   what="chromium's DevTools port")
+        port = int(port_file.read_text().splitlines()[0])
+        targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
+        page = next(t for t in targets if t["type"] == "page")
+        with connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10) as ws:
+            tools = DevTools(ws)
+            tools.send("Page.enable")
+            tools.send("Emulation.setDeviceMetricsOverride", deviceScaleFactor=1, mobile=False, **VIEWPORT)
+            yield tools
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def busy_stack(test_environment: None, settings: Settings) -> Iterator[tuple[OpsStack, Work]]:
+    """A stack with work done and jobs in flight: queued jobs wait in the router queue."""
+    with ops_stack(settings, "dashboard") as stack:
+        wait_worker_seen(stack)
+        stack.wait_quiet()
+        work = Work()
+        run_pings(stack, work, 6)
+        run_searches(stack, work, ok=4, failing=1)
+        with webhook_receiver(200) as ok, webhook_receiver(503) as flaky:
+            deliveries = make_jobs(stack, work, queued=4, running=2, succeeded=9, failed=1, cancelled=1,
+                                   webhook_urls=(ok.url, ok.url, flaky.url))
+            wait_deliveries_settled(stack, deliveries)
+        # LLM spend over the last quarter hour (ages avoid the 5-minute window's edge).
+        events: list[tuple[AuditEvent, float]] = []
+        for minutes_ago, calls in ((0, 3), (2, 5), (3, 2), (7, 4), (9, 6), (12, 3), (13, 2)):
+            for i in range(calls):
+                events.append((AuditEvent("llm_round", model="router-model", input_tokens=900 + 40 * i,
+                                          output_tokens=60 + 5 * i, latency_ms=800), minutes_ago * 60 + 10))
+            events.append((AuditEvent("rag_answer", model="answer-model", input_tokens=2400, output_tokens=220),
+                           minutes_ago * 60 + 20))
+        events += [(AuditEvent("rate_limit_wait", latency_ms=ms), 30) for ms in (120, 480, 900)]
+        add_audit(stack, events)
+        add_reembed_run(stack, run_id="run-dashboard", batches=12, batch_size=100, completed=7, started_s_ago=420)
+        stack.wait_quiet()
+        yield stack, work
+
+
+def _page_state(tools: DevTools) -> dict[str, Any]:
+    """What the page shows; an empty dict while it is still loading."""
+    state: dict[str, Any] | None = tools.evaluate("""(() => {
+        if (document.readyState !== 'complete' || !document.getElementById('key-dialog')) return null;
+        const metrics = {};
+        for (const n of document.querySelectorAll('[data-metric]')) metrics[n.dataset.metric] = n.dataset.value;
+        const charts = {};
+        for (const svg of document.querySelectorAll('svg[data-chart]')) {
+            const series = {};
+            for (const s of svg.querySelectorAll('[data-values]')) series[s.dataset.series] = JSON.parse(s.dataset.values);
+            charts[svg.dataset.chart] = {
+                points: Number(svg.dataset.points), kind: svg.dataset.kind, series,
+                marks: svg.querySelectorAll('.plot path, .plot rect').length,
+                width: svg.getBoundingClientRect().width,
+            };
+        }
+        const health = {};
+        for (const c of document.querySelectorAll('[data-dependency]')) health[c.dataset.dependency] = c.dataset.status;
+        const rows = {};
+        for (const r of document.querySelectorAll('tr[data-queue]')) rows[r.dataset.queue] = r.dataset.succeeded5m;
+        return {metrics, charts, health, rows, ready: document.body.dataset.ready,
+                refreshes: Number(document.body.dataset.refreshes), hash: location.hash,
+                keyStored: sessionStorage.getItem('turnout.adminKey') !== null,
+                dialogOpen: document.getElementById('key-dialog').open,
+                scrollWidth: document.documentElement.scrollWidth};
+    })()""")
+    return state or {}
+
+
+def _load(tools: DevTools, url: str) -> None:
+    tools.send("Page.navigate", url=url)
+
+
+def test_dashboard_asks_for_a_key_first(busy_stack: tuple[OpsStack, Work], browser: DevTools) -> None:
+    stack, _ = busy_stack
+    _load(browser, f"{stack.api.base_url}/v1/ops/dashboard")
+    state = wait_until(lambda: (s := _page_state(browser)).get("dialogOpen") and s, timeout=20, what="the key prompt")
+    assert state["ready"] == "false" and not state["keyStored"]
+
+
+def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], browser: DevTools) -> None:
+    stack, work = busy_stack
+    _load(browser, f"{stack.api.base_url}/v1/ops/dashboard?refresh=1#key={stack.admin.token}")
+    # Two completed refreshes: the page polls on its own.
+    state = wait_until(lambda: (s := _page_state(browser)).get("refreshes", 0) >= 2 and s, timeout=30,
+                       what="two dashboard refreshes")
+    summary = stack.summary()
+    assert state["ready"] == "true" and not state["dialogOpen"]
+    assert state["hash"] == "" and state["keyStored"]  # the key left the URL for the tab's storage
+
+    m = state["metrics"]
+    jobs = summary["jobs"]["byStatus"]
+    assert jobs == work.jobs
+    for status in ("queued", "running", "succeeded", "failed", "cancelled"):
+        assert m[f"jobs.{status}"] == str(jobs[status])
+    assert m["jobs.inflight"] == str(jobs["queued"] + jobs["running"])
+    router = stack.queue(summary, "router")
+    assert router["depth"] == len(work.queued_job_ids) > 0
+    assert m["queue.router.depth"] == str(router["depth"])
+    for q in summary["queues"]:
+        assert m[f"queue.{q['name']}.depth"] == str(q["depth"])
+        assert m[f"queue.{q['name']}.failed"] == f"{q['windows']['5m']['failed']}/{q['windows']['60m']['failed']}"
+        assert m[f"queue.{q['name']}.retried"] == f"{q['windows']['5m']['retried']}/{q['windows']['60m']['retried']}"
+        assert m[f"queue.{q['name']}.consumersAlive"] == str(q["consumersAlive"])
+        assert state["rows"][q["name"]] == str(q["windows"]["5m"]["succeeded"])
+    failed_5m = sum(q["windows"]["5m"]["failed"] for q in summary["queues"])
+    assert m["tasks.failed5m"] == str(failed_5m) == str(work.searches_failed)
+    assert m["tasks.retried5m"] == str(sum(q["windows"]["5m"]["retried"] for q in summary["queues"])) == "1"
+    llm = summary["llm"]
+    assert m["llm.totalTokens"] == str(llm["total"]["totalTokens"])
+    assert m["llm.totalCalls"] == str(llm["total"]["calls"]) == "32"
+    assert float(m["llm.tokensPerMinute"]) == llm["windows"]["5m"]["tokensPerMinute"] > 0
+    assert m["limiter.waits5m"] == str(summary["rateLimiter"]["waits5m"]) == "3"
+    hooks = summary["webhooks"]
+    assert (m["webhooks.pending"], m["webhooks.retrying"], m["webhooks.dead"]) == (
+        str(hooks["pending"]), str(hooks["retrying"]), str(hooks["dead"])) == ("1", "1", "0")
+    assert m["workers.alive"] == "1" and m["workers.lost"] == "0"
+    run = summary["reembed"]
+    assert m["reembed.processed"] == str(run["done"] + run["failed"]) == "700"
+    assert m["reembed.total"] == "1200" and m["reembed.status"] == "running"
+    assert state["health"] == {name: check["status"] for name, check in
+                               stack.client().get("/v1/ops/health").json()["checks"].items()}
+
+    charts = state["charts"]
+    assert set(charts) == {"depth", "throughput", "latency", "failures", "tokens", "webhooks"}
+    for name, chart in charts.items():
+        assert chart["points"] > 0, f"chart {name} drew nothing"
+        assert chart["marks"] > 0 and chart["width"] > 250
+    assert charts["depth"]["series"]["router"][-1] == router["depth"]
+    window = 15
+    assert charts["tokens"]["series"]["input"] == summary["series"]["llmInputTokens"][-window:]
+    assert sum(charts["tokens"]["series"]["output"]) == sum(summary["series"]["llmOutputTokens"][-window:]) > 0
+    assert charts["tokens"]["points"] >= 7  # LLM calls in seven different minutes
+    assert sum(charts["failures"]["series"]["failed"]) == failed_5m
+    assert charts["webhooks"]["series"]["delivered"] == summary["series"]["webhookDelivered"][-window:]
+    assert state["scrollWidth"] <= VIEWPORT["width"]  # no sideways scrolling on a laptop screen
+    _screenshot(browser, ARTIFACTS / "dashboard.png", VIEWPORT["width"])
+
+    # A smaller laptop, the hour view: still no sideways scrolling, charts redrawn to fit.
+    browser.send("Runtime.evaluate", expression="document.querySelector('[data-window=\"60\"]').click()")
+    _screenshot(browser, ARTIFACTS / "dashboard-1280.png", 1280)
+    small = _page_state(browser)
+    assert small["scrollWidth"] <= 1280
+    assert len(small["charts"]["tokens"]["series"]["input"]) == 60
+    assert all(c["points"] > 0 and c["width"] < state["charts"]["depth"]["width"] for c in small["charts"].values())
+
+
+def _screenshot(tools: DevTools, path: Path, width: int) -> None:
+    """A full-page PNG at `width` CSS pixels (the page is laid out again at that width first)."""
+    tools.send("Emulation.setDeviceMetricsOverride", deviceScaleFactor=1, mobile=False, width=width,
+               height=VIEWPORT["height"])
+    height = int(tools.evaluate("document.documentElement.scrollHeight"))
+    tools.send("Emulation.setDeviceMetricsOverride", deviceScaleFactor=1, mobile=False, width=width,
+               height=max(height, VIEWPORT["height"]))
+    # The charts redraw on resize after a 150 ms debounce; wait until they fit the new width.
+    wait_until(lambda: tools.evaluate(
+        "[...document.querySelectorAll('svg[data-chart]')].every(s => "
+        "Math.abs(s.getBoundingClientRect().width - s.parentElement.clientWidth) < 2)"), timeout=10,
+        what="charts redrawn at the new size")
+    shot = tools.send("Page.captureScreenshot", format="png")
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+    assert path.stat().st_size > 20_000

@@ -1,0 +1,258 @@
+"""Jobs end to end: the real API over HTTP, the real workers (router, search, rag), Postgres,
+Redis, the scripted LLM. Each result type's full lifecycle; LLM-free pages; live SSE; cancel
+of a running job; the webhook of a succeeded job."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from infra import webhook_signing
+from infra.db.api_keys import IssuedKey
+from infra.results import NormalizedSearch
+from infra.settings import Settings
+from retrieval.search import search_articles
+from tests.api.support import ApiServer, query, wait_for_job, wait_until, webhook_receiver
+from tests.support.llm_server import Delay, ScriptedLLM, Text, ToolCall
+from tests.support.services import WorkerGroup
+
+pytestmark = pytest.mark.usefixtures("celery_worker", "shared_corpus")
+
+
+@dataclass
+class EventRecorder:
+    """Reads a job's SSE stream in a thread, from submission until the stream ends."""
+
+    client: httpx.Client
+    job_id: str
+    events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> EventRecorder:
+        def read() -> None:
+            import json
+
+            with self.client.stream("GET", f"/v1/jobs/{self.job_id}/events", timeout=60) as response:
+                assert response.status_code == 200
+                block: dict[str, str] = {}
+                for line in response.iter_lines():
+                    if line == "":
+                        if "event" in block:
+                            self.events.append((int(block["id"]), block["event"], json.loads(block["data"])))
+                        block = {}
+                    elif not line.startswith(":"):
+                        name, _, value = line.partition(": ")
+                        block[name] = value
+
+        self._thread = threading.Thread(target=read, daemon=True)
+        self._thread.start()
+        return self
+
+    def join(self) -> list[str]:
+        assert self._thread is not None
+        self._thread.join(timeout=60)
+        assert not self._thread.is_alive(), "the event stream did not end after the final status"
+        return [kind for _, kind, _ in self.events]
+
+
+def _submit(client: httpx.Client, **body: Any) -> str:
+    response = client.post("/v1/questions", json=body)
+    assert response.status_code == 202, response.text
+    return str(response.json()["id"])
+
+
+def _search(settings: Settings, filters: dict[str, Any]) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        from infra.db.pool import create_pool
+
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            return (await search_articles(pool, NormalizedSearch.model_validate(filters))).wire()
+        finally:
+            await pool.close()
+
+    return asyncio.run(go())
+
+
+def test_search_result_lifecycle_with_llm_free_pages(
+    api: ApiServer, client: httpx.Client, key: IssuedKey, llm: ScriptedLLM, settings: Settings
+) -> None:
+    llm.script(ToolCall("SearchArticles", {"text": "ruby release", "language": "en"},
+                        prompt_tokens=700, completion_tokens=25))
+    with webhook_receiver(200) as receiver:
+        job_id = _submit(client, question="Ruby releases, in English please", pageSize=5, webhookUrl=receiver.url)
+        recorder = EventRecorder(client, job_id).start()
+        doc = wait_for_job(client, job_id)
+        kinds = recorder.join()
+        hooks = wait_until(lambda: receiver.for_job(job_id), timeout=20, what="the webhook")
+
+    assert doc["status"] == "succeeded", doc
+    result = doc["result"]
+    assert result["resultType"] == "SearchResult" and result["status"] == "answered"
+    assert result["search"]["text"] and result["search"]["language"] == "en" and result["search"]["page"] == 1
+    articles = result["articles"]
+    assert articles["pageSize"] == 5 and len(articles["items"]) == 5 and articles["totalPages"] >= 3
+    assert all(item["language"] == "en" for item in articles["items"])
+    assert doc["usage"] == {"llmCalls": 1, "inputTokens": 700, "outputTokens": 25, "totalTokens": 725}
+    assert doc["error"] is None and doc["attempts"] == 1
+    assert doc["createdAt"] <= doc["startedAt"] <= doc["finishedAt"]
+
+    # Live SSE, in order, ending with the final status.
+    assert kinds[:3] == ["queued", "running", "routing"] and kinds[-1] == "succeeded"
+    assert kinds.index("llm_round") < kinds.index("tool_started") < kinds.index("tool_finished")
+    ids = [event_id for event_id, _, _ in recorder.events]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert recorder.events[-1][2]["data"] == {"resultType": "SearchResult", "status": "answered"}
+
+    # The webhook: one signed delivery of exactly the polled document.
+    [hook] = hooks
+    webhook_signing.verify(key.key.webhook_secret, hook.headers, hook.body)
+    assert hook.json() == client.get(f"/v1/jobs/{job_id}").json()
+
+    # Pages 2..N with an LLM that fails any call: zero LLM calls, proven.
+    llm.reset()
+    llm.fail_every_call("pages must not call the LLM")
+    total_pages = articles["totalPages"]
+    seen_ids = {item["id"] for item in articles["items"]}
+    first = client.get(f"/v1/jobs/{job_id}/pages/1").json()
+    assert first["source"] == "cache" and first["result"]["articles"] == articles  # cached by the runner
+    for n in range(2, min(total_pages, 4) + 1):
+        page = client.get(f"/v1/jobs/{job_id}/pages/{n}")
+        assert page.status_code == 200, page.text
+        body = page.json()
+        assert body["source"] == "search" and body["page"] == n
+        assert body["result"]["search"] == {**result["search"], "page": n}
+        assert body["result"]["articles"] == _search(settings, body["result"]["search"])
+        items = body["result"]["articles"]["items"]
+        assert len(items) == 5 and not seen_ids & {i["id"] for i in items}
+        seen_ids |= {i["id"] for i in items}
+        again = client.get(f"/v1/jobs/{job_id}/pages/{n}").json()
+        assert again["source"] == "cache" and again["result"] == body["result"]
+    last = client.get(f"/v1/jobs/{job_id}/pages/{total_pages}").json()
+    assert 1 <= len(last["result"]["articles"]["items"]) <= 5
+    beyond = client.get(f"/v1/jobs/{job_id}/pages/{total_pages + 1}")
+    assert beyond.status_code == 404 and beyond.json()["error"]["code"] == "page_out_of_range"
+    assert client.get(f"/v1/jobs/{job_id}/pages/0").status_code == 422
+    assert llm.chat_requests == [] and llm.requests == []
+    assert client.get(f"/v1/jobs/{job_id}").json()["usage"] == doc["usage"]
+    audit = query(settings, "SELECT kind FROM audit_events WHERE job_id = $1 AND kind = 'llm_round'", job_id)
+    assert len(audit) == 1  # only the routing round, none for pages
+
+
+def test_combined_result_keeps_its_answer_on_every_page(
+    client: httpx.Client, llm: ScriptedLLM, settings: Settings, indexed_articles: list[str]
+) -> None:
+    llm.script(
+        ToolCall("SearchAndAskArticles", {"text": "ruby", "language": "en", "question": "What was released?"}),
+        Text("Several Ruby versions were released [1].", prompt_tokens=900, completion_tokens=40),
+    )
+    job_id = _submit(client, question="Find Ruby news and tell me what was released", pageSize=3)
+    doc = wait_for_job(client, job_id)
+    assert doc["status"] == "succeeded", doc
+    result = doc["result"]
+    assert result["resultType"] == "CombinedResult", result
+    assert result["status"] == "answered" and result["answer"] == "Several Ruby versions were released [1]."
+    assert result["sources"] and set(s["articleId"] for s in result["sources"]) <= {
+        i["id"] for i in result["articles"]["items"]}  # answered from exactly the page's articles
+    assert result["articles"]["totalPages"] >= 2
+    assert doc["usage"]["llmCalls"] == len(llm.chat_requests) >= 1
+
+    llm.reset()
+    llm.fail_every_call("pages must not call the LLM")
+    for n in range(1, min(result["articles"]["totalPages"], 3) + 1):
+        body = client.get(f"/v1/jobs/{job_id}/pages/{n}").json()
+        page_result = body["result"]
+        for unchanged in ("answer", "sources", "answerKind", "answerLanguage", "status", "coverageLimited",
+                          "question", "usage", "routedBy", "tool"):
+            assert page_result[unchanged] == result[unchanged], unchanged
+        assert page_result["articles"]["page"] == n
+    assert llm.chat_requests == []
+
+
+def test_answer_result_lifecycle_has_no_pages(
+    client: httpx.Client, llm: ScriptedLLM, indexed_articles: list[str]
+) -> None:
+    llm.script(
+        ToolCall("AskArticles", {"question": "How do I upgrade Ruby safely?", "language": "en"}),
+        Text("Upgrade to the latest patch release [1].", prompt_tokens=800, completion_tokens=30),
+    )
+    job_id = _submit(client, question="How do I upgrade Ruby safely?")
+    doc = wait_for_job(client, job_id)
+    assert doc["status"] == "succeeded", doc
+    result = doc["result"]
+    assert result["resultType"] == "AnswerResult" and result["articles"] is None and result["search"] is None
+    assert result["status"] == "answered" and result["answer"] == "Upgrade to the latest patch release [1]."
+    assert result["sources"] and {s["articleId"] for s in result["sources"]} <= set(indexed_articles)
+    assert doc["usage"]["llmCalls"] >= 1
+    refused = client.get(f"/v1/jobs/{job_id}/pages/2")
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_paginated"
+
+
+def test_failed_job_has_a_clear_error(client: httpx.Client, llm: ScriptedLLM) -> None:
+    # Prose twice (the corrective round included): the router gives up with no_tool_call.
+    llm.script(Text("I think you mean something about Ruby."), Text("Still prose."))
+    job_id = _submit(client, question="ruby ruby ruby, tell me something, anything at all")
+    doc = wait_for_job(client, job_id)
+    assert doc["status"] == "failed", doc
+    assert doc["result"] is None
+    assert doc["error"]["code"] == "no_tool_call" and doc["error"]["message"]
+    assert doc["usage"]["llmCalls"] == 2
+    events = client.get(f"/v1/jobs/{job_id}/events")
+    assert events.text.rstrip().split("\r\n\r\n")[-1].count("event: failed") == 1
+
+
+def test_a_running_job_cannot_be_cancelled(client: httpx.Client, llm: ScriptedLLM) -> None:
+    llm.script(Delay(2.0, ToolCall("SearchArticles", {"text": "letsencrypt", "language": "en"})))
+    job_id = _submit(client, question="Let's Encrypt posts, slowly")
+    wait_for_job(client, job_id, until=lambda d: d["status"] != "queued", timeout=30)
+    refused = client.delete(f"/v1/jobs/{job_id}")
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "job_not_cancellable"
+    assert "running" in refused.json()["error"]["message"]
+    assert wait_for_job(client, job_id)["status"] == "succeeded"
+
+
+@pytest.fixture(scope="module")
+def indexed_articles(celery_worker: WorkerGroup, settings: Settings, shared_corpus: Any) -> Iterator[list[str]]:
+    """A few English Ruby articles embedded into the vector store (the vector worker does it)."""
+    from infra.db.pool import create_pool
+    from retrieval.reembed import start_reembed_run
+
+    ids = [r["id"] for r in query(
+        settings,
+        "SELECT id FROM localizations WHERE language = 'en' AND title ILIKE '%ruby%' ORDER BY created_at DESC LIMIT 12",
+    )]
+
+    async def start() -> str:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            return await start_reembed_run(pool, ids=ids)
+        finally:
+            await pool.close()
+
+    run_id = asyncio.run(start())
+    deadline = time.monotonic() + 120
+    while True:
+        [run] = query(settings, "SELECT status, error FROM reembed_runs WHERE id = $1", run_id)
+        if run["status"] == "succeeded":
+            break
+        assert run["status"] in ("queued", "running") and time.monotonic() < deadline, run
+        time.sleep(0.3)
+    yield ids
+
+
+def test_more_jobs_than_worker_threads_all_finish(client: httpx.Client, llm: ScriptedLLM) -> None:
+    """Jobs wait for search tasks served by the same worker: they must never take every thread
+    (the runner keeps one free), or they would wait for searches no thread is left to run."""
+    llm.on_chat(lambda body: Delay(0.5, ToolCall("SearchArticles", {"text": "security", "language": "en"})))
+    job_ids = [_submit(client, question=f"security advisories, batch question {i}") for i in range(8)]
+    docs = [wait_for_job(client, job_id, timeout=60) for job_id in job_ids]
+    assert [d["status"] for d in docs] == ["succeeded"] * 8, [d["error"] for d in docs]
+    assert all(d["attempts"] == 1 for d in docs)

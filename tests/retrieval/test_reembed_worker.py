@@ -1,0 +1,126 @@
+"""A re-embedding run on a real vector worker that is SIGKILLed mid-run: a new worker resumes
+it, it finishes with every chunk present exactly once, and questions are answered meanwhile.
+
+The stack is isolated (own database, Redis key prefix and data directory), so killing this
+worker touches nobody else's tests, and Qdrant Edge is opened by this worker alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from celery import Celery
+
+from infra.db import reembed as runs_db
+from infra.settings import Settings
+from infra.vectors.edge import EdgeVectorStore
+from retrieval.chunking import chunk_localization
+from retrieval.reembed import start_reembed_run
+from tests.retrieval.rag_fixtures import CORPUS, HIDDEN_ID, article, load, rag_db, rag_settings
+from tests.support.llm_server import ScriptedLLM, Text
+from tests.support.services import VECTOR_QUEUES, WorkerProcess
+from workers.app import create_celery
+
+# Shared fixtures (the own database) used by the test below.
+FIXTURES = (rag_db, rag_settings)
+
+_NOUNS = ["water supply", "tram line", "library", "bridge", "market hall", "school garden", "bus depot"]
+_VERBS = ["was repaired", "reopened", "was extended", "got new lighting", "changed its timetable"]
+_WHEN = ["in spring", "after the storm", "last winter", "during the festival", "at the end of the year"]
+
+
+def generated(n: int) -> list[Any]:
+    """Long articles written here from word lists (~5 chunks each): enough work to kill mid-run."""
+    records = []
+    for k in range(n):
+        rnd = random.Random(k)
+        sentences = [
+            f"In district {k} the {rnd.choice(_NOUNS)} {rnd.choice(_VERBS)} {rnd.choice(_WHEN)}, "
+            f"report number {k * 100 + i} says, and residents counted {rnd.randint(2, 900)} visitors."
+            for i in range(36)
+        ]
+        records.append(article(f"district-{k:02d}", "en", f"District {k} news", " ".join(sentences), day=20 + k))
+    return records
+
+
+def _ask(app: Celery, question: str, scope: list[str] | None = None) -> dict[str, Any]:
+    payload = {"question": question, "language": None, "answerLanguage": "en", "scope": scope,
+               "scopeTruncated": False, "deadlineS": 60}
+    result: dict[str, Any] = app.send_task("turnout.rag.answer", args=[payload], queue="rag").get(timeout=90)
+    return result
+
+
+async def _wait(pool: asyncpg.Pool, run_id: str, until: Any, timeout: float) -> runs_db.Run:
+    deadline = time.monotonic() + timeout
+    while True:
+        run = await runs_db.get_run(pool, run_id)
+        assert run is not None
+        if until(run):
+            return run
+        if time.monotonic() > deadline:
+            raise AssertionError(f"run {run_id} did not get there in {timeout}s: {run}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.slow
+async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
+    rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    stack = rag_settings.model_copy(update={"redis_prefix": rag_settings.redis_prefix + "rag-worker:",
+                                            "data_dir": tmp_path})
+    env = {"TURNOUT_DATABASE_URL": stack.database_url, "TURNOUT_REDIS_PREFIX": stack.redis_prefix,
+           "TURNOUT_DATA_DIR": str(tmp_path)}
+    app = create_celery(stack)
+    llm.on_chat(lambda body: Text("An answer from the material [1]."))
+    extra = generated(48)
+    await load(rag_db, CORPUS + extra)
+
+    worker = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)
+    try:
+        assert (await asyncio.to_thread(_ask, app, "anything", []))["status"] == "no_results"  # worker is up
+        first = await start_reembed_run(rag_db, ids=[r.id for r in CORPUS], settings=stack)
+        await _wait(rag_db, first, lambda r: r.status == "succeeded", 60)
+
+        run_id = await start_reembed_run(rag_db, ids=[r.id for r in extra], batch_size=2, settings=stack)
+        await _wait(rag_db, run_id, lambda r: r.done >= 4, 60)
+        during = await asyncio.to_thread(_ask, app, "When was the harbour lighthouse built?")
+        mid = await runs_db.get_run(rag_db, run_id)
+        assert mid is not None and mid.status == "running", "the run ended before the question: too fast to test"
+        assert during["status"] == "answered" and during["answerKind"] == "llm"
+        assert {s["articleId"] for s in during["sources"]} <= {r.id for r in CORPUS}  # the old version
+
+        await asyncio.to_thread(worker.kill)  # SIGKILL: no cleanup, batches in flight stay pending
+        killed = await runs_db.get_run(rag_db, run_id)
+        assert killed is not None and killed.status == "running" and killed.pending_batches > 0
+
+        worker = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)  # resumes at start
+        resumed = await asyncio.to_thread(_ask, app, "When was the harbour lighthouse built?")
+        assert resumed["status"] == "answered"
+        done = await _wait(rag_db, run_id, lambda r: r.status != "running", 120)
+        assert done.status == "succeeded", done.error
+        assert (done.done, done.failed, done.pending_batches) == (done.total, 0, 0)
+
+        after = await asyncio.to_thread(_ask, app, "What happened to the tram line in district 7?")
+        assert any(s["articleId"].startswith("district-") for s in after["sources"])  # the new version serves
+    finally:
+        await asyncio.to_thread(worker.stop)
+
+    # The worker is gone: this process may open the shard and count every chunk.
+    store = EdgeVectorStore(tmp_path / "qdrant")
+    try:
+        visible = [r for r in CORPUS + extra if r.id != HIDDEN_ID]
+        expected = {r.id: len(chunk_localization(r.title, r.plain_text(), r.summary)) for r in visible}
+        chunks = store.chunks_of(done.collection, list(expected))
+        per_position = Counter((c.localization_id, c.position) for c in chunks)
+        assert max(per_position.values()) == 1  # no chunk twice
+        assert Counter(c.localization_id for c in chunks) == Counter(expected)  # none missing
+        assert store.count(done.collection) == sum(expected.values()) == done.embedded + done.skipped
+    finally:
+        store.close()

@@ -1,0 +1,154 @@
+"""Router fixtures: real Postgres/Redis/Celery, the scripted LLM over real HTTP, real services."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+
+from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.settings import LLMMode, Settings
+from router.engine import OpenAIEngine
+from router.executor import InProcessExecutor, ToolExecutor
+from router.ratelimit import LLMRateLimiter
+from router.service import RouterDeps
+from router.tools import default_registry
+
+TODAY = date(2026, 9, 15)  # a Tuesday, after the corpus' newest article (2026-08)
+
+
+def with_limits(settings: Settings, **limits: Any) -> Settings:
+    return settings.model_copy(update={"limits": settings.limits.model_copy(update=limits)})
+
+
+@pytest.fixture
+async def redis_client(settings: Settings) -> AsyncIterator[aioredis.Redis]:
+    from infra.redis import create_async_redis
+
+    client = create_async_redis(settings)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def new_job(db: asyncpg.Pool) -> Callable[[str], Awaitable[str]]:
+    """A real job row, so audit rows can reference it (audit_events.job_id -> jobs)."""
+    from infra.db.api_keys import create_key
+    from infra.db.jobs import create_job
+
+    async with db.acquire() as conn:
+        issued = await create_key(conn, "router-tests")
+
+    async def make(question: str) -> str:
+        async with db.acquire() as conn:
+            job, _ = await create_job(
+                conn, api_key_id=issued.key.id, question=question, answer_language=None, page_size=None,
+                webhook_url=None, idempotency_key=None, request_hash="router-test", lease_s=60,
+            )
+        return job.id
+
+    return make
+
+
+@dataclass
+class RecordingExecutor:
+    """Delegates to a real executor and remembers what it was asked to run."""
+
+    inner: ToolExecutor
+    searches: list[NormalizedSearch] = field(default_factory=list)
+    asks: list[dict[str, Any]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+
+    async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
+        self.searches.append(q)
+        self.order.append("search")
+        return await self.inner.search(q, deadline=deadline)
+
+    async def ask(
+        self, *, question: str, language: Language | None, answer_language: Language,
+        scope: Sequence[str] | None, scope_truncated: bool = False, deadline: float | None = None,
+        job_id: str | None = None,
+    ) -> Any:
+        self.asks.append({"question": question, "language": language, "answer_language": answer_language,
+                          "scope": None if scope is None else list(scope), "scope_truncated": scope_truncated})
+        self.order.append("ask")
+        return await self.inner.ask(
+            question=question, language=language, answer_language=answer_language, scope=scope,
+            scope_truncated=scope_truncated, deadline=deadline, job_id=job_id,
+        )
+
+
+def make_deps(
+    settings: Settings,
+    pool: asyncpg.Pool | None,
+    redis: aioredis.Redis | None,
+    executor: ToolExecutor | None = None,
+    *,
+    mode: LLMMode | None = None,
+    llm: bool = True,
+    rate_limiter: LLMRateLimiter | None = None,
+    cache: bool = False,
+    fallback: bool = True,
+) -> RouterDeps:
+    registry = default_registry()
+    assert pool is not None or executor is not None
+    return RouterDeps(
+        settings=settings,
+        pool=pool,
+        redis=redis,
+        executor=executor or InProcessExecutor(pool),  # type: ignore[arg-type]
+        engine=OpenAIEngine(settings, registry, mode=mode) if llm else None,
+        registry=registry,
+        rate_limiter=rate_limiter,
+        use_decision_cache=cache,
+        fallback_on_llm_error=fallback,
+    )
+
+
+@pytest.fixture(scope="session")
+def indexed_ids(shared_corpus: object, celery_worker: object, settings: Settings) -> list[str]:
+    """Vectors for a handful of real English articles about YJIT (page 1 of that search, size 5),
+    written by the real re-embedding run on the real vector worker."""
+    from infra.db.pool import create_pool
+    from infra.db.reembed import get_run
+    from retrieval.reembed import RunConflict, start_reembed_run
+    from retrieval.search import normalize_search, search_articles
+
+    async def index() -> list[str]:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=2)
+        try:
+            query = normalize_search({"text": "YJIT", "language": "en", "pageSize": 5},
+                                     limits=settings.limits, today=TODAY)
+            ids = [item.id for item in (await search_articles(pool, query)).items]
+            assert len(ids) == 5, "the shared corpus should have YJIT articles"
+            deadline = time.monotonic() + 240
+            while True:
+                try:
+                    run_id = await start_reembed_run(pool, ids=ids, settings=settings)
+                    break
+                except RunConflict:  # another run is open: let it finish first
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(1)
+            while True:
+                run = await get_run(pool, run_id)
+                assert run is not None
+                if run.status in ("succeeded", "failed", "cancelled"):
+                    assert run.status == "succeeded", f"re-embedding run ended {run.status}: {run.error}"
+                    return ids
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"re-embedding run {run_id} did not finish: {run}")
+                await asyncio.sleep(0.5)
+        finally:
+            await pool.close()
+
+    return asyncio.run(index())

@@ -1,0 +1,81 @@
+"""Embeddings queue: re-embedding batches and run finalization (the vector worker only).
+
+At start, a worker that consumes ``embeddings`` loads the local model and resumes the runs a
+crash left behind; the maintenance sweeper calls ``resume_reembed_runs`` periodically for the
+other cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from celery import signals
+
+from infra.db.pool import create_pool
+from infra.settings import EmbeddingProvider, get_settings
+from infra.status import Queue
+from retrieval.embeddings import LocalEmbedder
+from retrieval.rag import RagContext
+from retrieval.reembed import finalize_run, process_batch, resume_reembed_runs
+from workers._runtime import Runtime
+from workers.base import run_async, turnout_task
+
+log = logging.getLogger("turnout.reembed")
+
+BATCH_TIME_LIMIT_S = 900.0  # a batch of long articles on a slow endpoint; resumable if exceeded
+
+
+@turnout_task(Queue.EMBEDDINGS, "reembed_batch", time_limit_s=BATCH_TIME_LIMIT_S)
+def reembed_batch(run_id: str, batch_no: int) -> str:
+    async def body(rt: Runtime) -> str:
+        result = await process_batch(await RagContext.from_runtime(rt), run_id, batch_no)
+        return result.outcome
+
+    return run_async(body, timeout_s=BATCH_TIME_LIMIT_S)
+
+
+@turnout_task(Queue.EMBEDDINGS, "finalize_run", time_limit_s=BATCH_TIME_LIMIT_S)
+def finalize(run_id: str) -> bool:
+    async def body(rt: Runtime) -> bool:
+        return await finalize_run(await RagContext.from_runtime(rt), run_id)
+
+    return run_async(body, timeout_s=BATCH_TIME_LIMIT_S)
+
+
+def _on_vector_worker_start() -> None:
+    settings = get_settings()
+    if settings.embedding_provider is EmbeddingProvider.LOCAL:
+        try:
+            LocalEmbedder().embed_sync(["warm-up"])  # load the weights before the first question
+        except Exception:
+            log.exception("could not load the local embedding model")
+    _resume_now()
+
+
+def _resume_now() -> None:
+    async def go() -> int:
+        settings = get_settings()
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            return await resume_reembed_runs(pool, stale_after_s=0, settings=settings)
+        finally:
+            await pool.close()
+
+    try:
+        sent = asyncio.run(go())
+        if sent:
+            log.info("resumed interrupted re-embedding: %d message(s) re-enqueued", sent)
+    except Exception:  # start-up must not fail because resuming did; the sweeper retries
+        log.exception("could not resume re-embedding runs at worker start")
+
+
+@signals.worker_ready.connect
+def _resume_on_start(sender: Any = None, **_: Any) -> None:
+    task_consumer = getattr(sender, "task_consumer", None)
+    queues = {q.name for q in task_consumer.queues} if task_consumer is not None else set()
+    if Queue.EMBEDDINGS.value in queues:
+        # Off the start-up path: the worker starts consuming while this runs.
+        threading.Thread(target=_on_vector_worker_start, name="vector-worker-start", daemon=True).start()

@@ -1,0 +1,40 @@
+"""RAG queue: AskArticles (and the second half of SearchAndAskArticles) answered by the vector worker."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from infra.settings import get_settings
+from infra.status import Queue
+from retrieval.rag import RagContext, RagRequest, answer_request, rag_outcome_to_wire
+from workers._runtime import Runtime
+from workers.base import run_async, turnout_task
+
+
+class RagPayloadError(ValueError):
+    """The task payload is not a valid RagRequest (a plain ValueError survives Celery's JSON result)."""
+
+
+@turnout_task(Queue.RAG, "answer", ignore_result=False)
+def answer(payload: dict[str, Any]) -> dict[str, Any]:
+    """{question, language, answerLanguage, scope, scopeTruncated, deadlineS, jobId?} -> RagOutcome wire dict."""
+    try:
+        request = RagRequest.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "payload"
+        raise RagPayloadError(f"invalid rag payload: {field}: {first['msg']}") from None
+    # deadlineS is relative: monotonic clocks are not comparable between processes.
+    deadline = time.monotonic() + request.deadline_s if request.deadline_s is not None else None
+    limit = get_settings().task_soft_time_limit_s
+    if request.deadline_s is not None:
+        limit = min(limit, request.deadline_s + 5.0)  # the extractive fallback needs a moment
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        ctx = await RagContext.from_runtime(rt)
+        return rag_outcome_to_wire(await answer_request(ctx, request, deadline=deadline))
+
+    return run_async(body, timeout_s=limit)

@@ -1,0 +1,244 @@
+"""Router queue: the job runner `turnout.router.run_job(job_id)`.
+
+Idempotent by construction (see infra/db/jobs.py): the runner claims the job (queued ->
+running, attempt n), keeps its lease alive while routing, and writes the outcome only while
+it still holds attempt n. A duplicate message, a job already final or cancelled, or a job
+another worker is running is a no-op. Outcomes:
+- route_question returns  -> succeeded with the result (its first page cached for pagination);
+- RoutingFailed           -> failed with {code, message} and the usage spent;
+- a service was down      -> back to queued, retried after a pause (bounded by job_max_attempts);
+- anything else           -> failed with `internal_error` (logged; a bug is not retried forever).
+A webhook delivery, when the job has a URL, is written with the final status and sent after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import threading
+from typing import Any, Literal
+
+import asyncpg
+import kombu.exceptions
+import redis.exceptions
+from celery import Task, signals
+from redis.exceptions import RedisError
+
+from infra.db import jobs as jobs_db
+from infra.db.job_events import add_progress_event
+from infra.pages import put_page
+from infra.results import QuestionResult
+from infra.settings import get_settings
+from infra.status import JobStatus, Queue
+from router.errors import RoutingFailed
+from router.service import RouterDeps, RouteRequest, route_question
+from workers._runtime import Runtime
+from workers.app import celery_app
+from workers.base import run_async, turnout_task
+from workers.dispatch import send_run_job, send_webhook
+
+log = logging.getLogger("turnout.jobs")
+
+# Errors that mean "a service is briefly unavailable", not "this job is broken".
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    kombu.exceptions.OperationalError,
+)
+RETRY_PAUSE_S = 5.0  # times the attempt number: a restarting service gets a moment
+DEADLINE_GRACE_S = 15.0  # route_question enforces the job deadline; this is only a backstop
+
+Outcome = Literal["skipped", "succeeded", "failed", "released", "lost"]
+
+_limit = get_settings().limits.job_deadline_s + DEADLINE_GRACE_S + 30
+
+
+class LeaseLost(Exception):
+    """Another runner (after a sweep) owns the job now; this one must stop without writing."""
+
+
+# A job waits for search/rag tasks. In a worker that also consumes those queues, jobs holding
+# every thread would wait for tasks no thread is left to run (until the job deadline): the job
+# runner leaves one thread free for the other queues (and the sweeper, and webhooks) and sends
+# a job that finds no free slot back to the queue for a moment. Sized at worker start-up.
+_job_slots: threading.BoundedSemaphore | None = None
+SLOT_RETRY_S = (0.2, 1.0)  # jittered pause before a job without a slot is offered again
+
+
+@signals.worker_init.connect
+def _size_job_slots(sender: Any = None, **_: Any) -> None:
+    global _job_slots
+    concurrency = getattr(sender, "concurrency", None)
+    try:
+        consumed = set(sender.app.amqp.queues.consume_from or {})
+    except AttributeError:  # not a worker (nothing to size)
+        return
+    if isinstance(concurrency, int) and consumed - {Queue.ROUTER.value}:
+        _job_slots = threading.BoundedSemaphore(max(1, concurrency - 1))
+        log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)",
+                 max(1, concurrency - 1), concurrency)
+
+
+@turnout_task(Queue.ROUTER, "run_job", time_limit_s=_limit, bind=True, max_retries=None)
+def run_job(self: Task, job_id: str) -> str:
+    slots = _job_slots
+    if slots is not None and not slots.acquire(blocking=False):
+        # Not claimed yet, so the job is still queued: re-offer the message shortly (no thread waits).
+        raise self.retry(countdown=random.uniform(*SLOT_RETRY_S))
+    try:
+        return run_async(lambda rt: execute_job(rt, job_id), timeout_s=_limit)
+    finally:
+        if slots is not None:
+            slots.release()
+
+
+async def execute_job(rt: Runtime, job_id: str) -> Outcome:
+    settings = rt.settings
+    pool = await rt.pool()
+    async with pool.acquire() as conn:
+        job = await jobs_db.claim_job(conn, job_id, lease_s=settings.job_lease_s)
+    if job is None:
+        log.info("job %s: not queued (final, cancelled or running elsewhere); nothing to do", job_id)
+        return "skipped"
+    attempt = job.attempts
+    try:
+        result = await _route_holding_lease(rt, job, attempt)
+    except LeaseLost:
+        log.warning("job %s: lease lost during attempt %d; another runner owns it", job_id, attempt)
+        return "lost"
+    except RoutingFailed as exc:
+        return await _finish_failed(rt, job_id, attempt, exc.code, exc.message, exc.usage.wire())
+    except TimeoutError:
+        message = f"the job ran past its {settings.limits.job_deadline_s:.0f}s deadline"
+        return await _finish_failed(rt, job_id, attempt, "limit_deadline", message, {})
+    except TRANSIENT_ERRORS as exc:
+        return await _release(rt, job_id, attempt, exc)
+    except Exception:
+        log.exception("job %s: unexpected error in attempt %d", job_id, attempt)
+        return await _finish_failed(
+            rt, job_id, attempt, "internal_error", "the job failed on an internal error (logged); submit it again", {}
+        )
+    await _cache_first_page(rt, result)
+    async with pool.acquire() as conn:
+        finished = await jobs_db.finish_job(
+            conn, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
+            usage=result.usage.wire(),
+            event_data={"resultType": result.result_type.value, "status": result.status.value},
+        )
+    return _after_finish(rt, job_id, finished, "succeeded")
+
+
+async def _route_holding_lease(rt: Runtime, job: jobs_db.JobRow, attempt: int) -> QuestionResult:
+    """route_question, with the lease renewed meanwhile; LeaseLost when renewal is refused."""
+    settings = rt.settings
+    pool = await rt.pool()
+    deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
+    if deps is None:
+        deps = await RouterDeps.from_runtime(rt)
+        rt.extras["jobs.router_deps"] = deps
+
+    async def on_event(kind: str, data: dict[str, Any]) -> None:
+        try:
+            async with pool.acquire() as conn:
+                await add_progress_event(conn, job.id, kind, _json_safe(data))
+        except Exception as exc:  # progress is informative; it must never fail the job
+            log.warning("job %s: could not record event %s: %s", job.id, kind, exc)
+
+    request = RouteRequest(
+        question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id
+    )
+    routing = asyncio.ensure_future(
+        asyncio.wait_for(
+            route_question(deps, request, on_event=on_event), settings.limits.job_deadline_s + DEADLINE_GRACE_S
+        )
+    )
+    heartbeat = asyncio.ensure_future(_keep_lease(rt, job.id, attempt))
+    try:
+        done, _ = await asyncio.wait({routing, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
+        if routing in done:
+            return routing.result()
+        routing.cancel()
+        await asyncio.gather(routing, return_exceptions=True)
+        heartbeat.result()  # raises LeaseLost
+        raise LeaseLost(job.id)
+    finally:
+        for task in (routing, heartbeat):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(routing, heartbeat, return_exceptions=True)
+
+
+async def _keep_lease(rt: Runtime, job_id: str, attempt: int) -> None:
+    lease_s = rt.settings.job_lease_s
+    pool = await rt.pool()
+    while True:
+        await asyncio.sleep(lease_s / 3)
+        try:
+            async with pool.acquire() as conn:
+                renewed = await jobs_db.renew_lease(conn, job_id, attempt=attempt, lease_s=lease_s)
+        except TRANSIENT_ERRORS as exc:  # try again next beat; the lease has slack for two misses
+            log.warning("job %s: lease renewal failed: %s", job_id, exc)
+            continue
+        if not renewed:
+            raise LeaseLost(job_id)
+
+
+async def _cache_first_page(rt: Runtime, result: QuestionResult) -> None:
+    if result.search is None or result.articles is None:
+        return
+    try:
+        await put_page(await rt.redis(), rt.settings, result.search, result.articles)
+    except RedisError as exc:  # the page is also in the stored result; the cache is an optimisation
+        log.warning("could not cache the first page: %s", exc)
+
+
+async def _finish_failed(
+    rt: Runtime, job_id: str, attempt: int, code: str, message: str, usage: dict[str, Any]
+) -> Outcome:
+    pool = await rt.pool()
+    error = {"code": code, "message": message}
+    async with pool.acquire() as conn:
+        finished = await jobs_db.finish_job(
+            conn, job_id, attempt=attempt, status=JobStatus.FAILED, result=None, error=error, usage=usage
+        )
+    return _after_finish(rt, job_id, finished, "failed")
+
+
+async def _release(rt: Runtime, job_id: str, attempt: int, exc: BaseException) -> Outcome:
+    settings = rt.settings
+    reason = f"{type(exc).__name__}: {exc}"
+    if attempt >= settings.job_max_attempts:
+        log.error("job %s: service unavailable on attempt %d; giving up: %s", job_id, attempt, reason)
+        message = f"a required service stayed unavailable over {attempt} attempts ({reason})"
+        return await _finish_failed(rt, job_id, attempt, "service_unavailable", message, {})
+    pause = RETRY_PAUSE_S * attempt
+    log.warning("job %s: service unavailable on attempt %d, retrying in %.0fs: %s", job_id, attempt, pause, reason)
+    pool = await rt.pool()
+    async with pool.acquire() as conn:
+        # The lease outlasts the delayed message: if that message is lost, the sweeper sends another.
+        released = await jobs_db.release_job(
+            conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason
+        )
+    if released:
+        send_run_job(celery_app, settings, job_id, countdown=pause)
+    return "released" if released else "lost"
+
+
+def _after_finish(rt: Runtime, job_id: str, finished: jobs_db.Finished | None, outcome: Outcome) -> Outcome:
+    if finished is None:
+        log.warning("job %s: finished, but another runner owns it now; result discarded", job_id)
+        return "lost"
+    if finished.delivery_id is not None:
+        send_webhook(celery_app, rt.settings, finished.delivery_id)
+    return outcome
+
+
+def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
+    safe: dict[str, Any] = json.loads(json.dumps(data, default=str))
+    return safe

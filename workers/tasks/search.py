@@ -1,0 +1,40 @@
+"""Search queue: SearchArticles executed by a worker (the router's QueueExecutor sends it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from infra.results import NormalizedSearch
+from infra.settings import get_settings
+from infra.status import Queue
+from retrieval.search import SearchArgumentError, search_articles
+from workers._runtime import Runtime
+from workers.base import run_async, turnout_task
+
+SEARCH_TIME_LIMIT_S = 30.0  # a search is a few indexed queries; anything slower is a fault
+
+
+@turnout_task(Queue.SEARCH, "search", time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False)
+def search(query: dict[str, Any]) -> dict[str, Any]:
+    """NormalizedSearch wire dict in, ArticlesPage wire dict out."""
+    try:
+        normalized = NormalizedSearch.model_validate(query)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "query"
+        # A plain ValueError subclass survives Celery's JSON result; pydantic's error does not.
+        raise SearchArgumentError(field, f"invalid normalized search: {field}: {first['msg']}") from None
+    page_size_max = get_settings().limits.page_size_max
+    if normalized.page_size > page_size_max:
+        # Callers normalize first; a forged or stale payload must not bypass the page limit.
+        raise SearchArgumentError(
+            "pageSize", f"pageSize {normalized.page_size} exceeds the maximum {page_size_max}"
+        )
+
+    async def body(rt: Runtime) -> dict[str, Any]:
+        page = await search_articles(await rt.pool(), normalized)
+        return page.wire()
+
+    return run_async(body, timeout_s=SEARCH_TIME_LIMIT_S)
