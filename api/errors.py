@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import asyncpg
+from asyncpg.exceptions import CharacterNotInRepertoireError, UntranslatableCharacterError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -38,6 +40,19 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
                  429: "rate_limited", 503: "unavailable"}
 
 
+# PostgreSQL unreachable, restarting or cutting connections: the request may succeed shortly,
+# so the client gets a 503 it can retry, never a 500 (SPEC: Postgres down -> the API answers 503).
+DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
+    ConnectionError,  # refused / reset: the server is down
+    asyncpg.PostgresConnectionError,  # the connection was lost mid-request
+    asyncpg.InterfaceError,  # the pool's connection is closed
+    asyncpg.exceptions.CannotConnectNowError,  # starting up or shutting down
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+)
+DATABASE_RETRY_AFTER_S = 5
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -57,6 +72,27 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
         return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+
+    # PostgreSQL text cannot hold NUL (and rejects some code points): that is the client's input,
+    # whichever field or path parameter carried it, and nothing was stored.
+    @app.exception_handler(CharacterNotInRepertoireError)
+    @app.exception_handler(UntranslatableCharacterError)
+    async def _unstorable_text(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(error_body(
+            "invalid_request",
+            "the request contains a character that cannot be stored (a NUL \\u0000 byte?); remove it",
+        ), 422)
+
+    async def _database_unavailable(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        return JSONResponse(
+            error_body("unavailable", "the database (PostgreSQL) is unavailable right now; retry shortly "
+                       "(an Idempotency-Key makes a retried submission safe)"),
+            503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+        )
+
+    for exc_class in DATABASE_UNAVAILABLE:
+        app.add_exception_handler(exc_class, _database_unavailable)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

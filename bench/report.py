@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"
-BENCHMARKS = ["search_bench", "rag_bench", "api_bench"]
+BENCHMARKS = ["search_bench", "rag_bench", "api_bench", "load_bench"]
 
 
 def run_one(name: str, timeout_s: float) -> tuple[bool, float, str]:

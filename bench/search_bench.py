@@ -9,6 +9,8 @@ same run and on the same data:
   service), words drawn from the corpus titles so frequent and rare terms both occur;
 - fallback: the trigram path alone (partial words), through the same SQL layer;
 - filter: ``search_articles`` without text;
+- the exact count alone, in ``localization_search`` (what the service counts in) vs in
+  ``localizations`` (how it was counted before), interleaved call by call;
 - baseline: ``SELECT … WHERE language AND dates ORDER BY created_at DESC, id DESC LIMIT 20``.
 
 Run: ``.venv/bin/python -m bench.search_bench`` (needs PostgreSQL on 127.0.0.1 like the tests,
@@ -54,6 +56,8 @@ _DEFERRED_INDEXES = (
     "localizations_visible_all_date",
     "localizations_search_vector",
     "localizations_search_trgm",
+    "localization_search_date",
+    "localization_search_vector",
 )
 _SLOW_S = 300.0  # bulk steps outlive the pool's per-command timeout
 _BASELINE_SQL = """
@@ -98,7 +102,7 @@ async def load(conn: asyncpg.Connection, records: list[ArticleRecord], total: in
     index_defs = [
         row["indexdef"]
         for row in await conn.fetch(
-            "SELECT indexdef FROM pg_indexes WHERE tablename = 'localizations' AND indexname = ANY($1::text[])",
+            "SELECT indexdef FROM pg_indexes WHERE indexname = ANY($1::text[])",
             list(_DEFERRED_INDEXES),
         )
     ]
@@ -118,6 +122,7 @@ async def load(conn: asyncpg.Connection, records: list[ArticleRecord], total: in
     for ddl in index_defs:
         await conn.execute(ddl, timeout=_SLOW_S)
     await conn.execute("VACUUM (ANALYZE) localizations", timeout=_SLOW_S)
+    await conn.execute("VACUUM (ANALYZE) localization_search", timeout=_SLOW_S)
     await conn.execute("VACUUM (ANALYZE) articles", timeout=_SLOW_S)
     return time.perf_counter() - started
 
@@ -199,6 +204,21 @@ async def measure(pool: asyncpg.Pool, records: list[ArticleRecord], n: int) -> d
     def service_call(q: NormalizedSearch) -> Callable[[], Awaitable[Any]]:
         return lambda: search_articles(pool, q)
 
+    def count_call(q: NormalizedSearch, table: str) -> Callable[[], Awaitable[Any]]:
+        # The exact count alone, in the narrow copy the service uses vs in `localizations` itself
+        # (how it was counted before `localization_search`): the same rows, the same snapshot rules.
+        async def call() -> Any:
+            assert q.text is not None
+            if table == "localization_search":
+                async with search_db.snapshot(pool) as conn:
+                    return await search_db.count_matches(conn, search_filter(q), search_db.FullTextMatch(q.text))
+            stmt = search_db._where(search_filter(q), search_db.FullTextMatch(q.text))
+            sql = "SELECT count(*) FROM localizations l WHERE " + " AND ".join(stmt.where)  # noqa: S608 (constants)
+            async with search_db.snapshot(pool) as conn:
+                return await conn.fetchval(sql, *stmt.params)
+
+        return call
+
     # Warm the caches and the pool once for every kind, then interleave nothing: each kind runs alone.
     await _timed([baseline_call(q) for q in raw[:30]] + [service_call(q) for q in queries[:30]])
     return {
@@ -207,7 +227,20 @@ async def measure(pool: asyncpg.Pool, records: list[ArticleRecord], n: int) -> d
         "page_only": await _timed([page_only_call(q) for q in queries]),
         "filter": await _timed([service_call(q) for q in filters]),
         "fallback": await _timed([fallback_call(q) for q in raw[: max(50, n // 3)]]),
+        **await _interleaved({
+            "count_side": [count_call(q, "localization_search") for q in queries],
+            "count_wide": [count_call(q, "localizations") for q in queries],
+        }),
     }
+
+
+async def _interleaved(kinds: dict[str, list[Callable[[], Awaitable[Any]]]]) -> dict[str, list[float]]:
+    """Alternate the kinds call by call, so load drifts on the shared machine hit them alike."""
+    samples: dict[str, list[float]] = {k: [] for k in kinds}
+    for calls in zip(*kinds.values(), strict=True):
+        for kind, call in zip(kinds, calls, strict=True):
+            samples[kind] += await _timed([call])
+    return samples
 
 
 def _row(metric: str, value: float, baseline: float | None, target: str = "", unit: str = "ms") -> dict[str, Any]:
@@ -241,6 +274,8 @@ async def run(dsn: str, rows: int, n: int, *, loaded: bool = False) -> dict[str,
             _row("trigram fallback (partial word) p50", _p(samples["fallback"], 0.5), _p(base, 0.5)),
             _row("trigram fallback (partial word) p95", _p(samples["fallback"], 0.95), _p(base, 0.95)),
             _row("filter only (language+date) p95", _p(samples["filter"], 0.95), _p(base, 0.95)),
+            _row("count alone p95 (copy vs localizations)", _p(samples["count_side"], 0.95),
+                 _p(samples["count_wide"], 0.95)),
             _row("baseline SELECT ... LIMIT 20 p95", _p(base, 0.95), None),
             _row(f"load {rows} rows + build indexes", load_s, None, unit="s"),
         ],

@@ -157,12 +157,15 @@ _apps: dict[tuple[str, str], Celery] = {}
 
 
 def _celery(settings: Settings) -> Celery:
-    """The Celery app for these settings' broker and key prefix (the process's own app when
-    they match, so a caller with other settings, e.g. an isolated test stack, is honoured)."""
+    """The Celery app for these settings' broker and key prefix: the process's own app when it
+    was configured with them, else one made for them (an isolated stack, or settings that
+    changed after `workers.app` was imported, as `turnout up` does)."""
     from workers.app import celery_app, create_celery  # late: the app reads settings when imported
 
-    own = get_settings()
-    if (settings.redis_url, settings.redis_prefix) == (own.redis_url, own.redis_prefix):
+    conf = celery_app.conf
+    prefix = settings.redis_prefix + "celery:"
+    same_broker = not settings.redis_url or conf.broker_url == settings.redis_url
+    if same_broker and conf.broker_transport_options.get("global_keyprefix") == prefix:
         return celery_app
     key = (settings.redis_url, settings.redis_prefix)
     if key not in _apps:

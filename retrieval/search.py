@@ -159,7 +159,11 @@ def normalize_search(raw: Mapping[str, Any], *, limits: Limits, today: date) -> 
     """
     if not isinstance(raw, Mapping):
         raise SearchArgumentError("arguments", f"arguments must be an object, got {type(raw).__name__}")
-    present = {k: v for k, v in raw.items() if not (v is None or (isinstance(v, str) and not v.strip()))}
+    # Unknown keys are kept whatever their value, so that `{"includeHidden": null}` is rejected too.
+    known = {f.alias or name for name, f in SearchArgs.model_fields.items()}
+    present = {
+        k: v for k, v in raw.items() if k not in known or not (v is None or (isinstance(v, str) and not v.strip()))
+    }
     try:
         args = SearchArgs.model_validate(present)
     except ValidationError as exc:

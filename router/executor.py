@@ -1,8 +1,9 @@
 """Where validated tool calls run: on the Celery queues (production) or in this process.
 
 `QueueExecutor` sends `turnout.search.search` / `turnout.rag.answer` and awaits the results
-without blocking the event loop (the blocking Celery calls run in threads; the wait is an
-async poll). `InProcessExecutor` calls the services directly (one process, e.g. a bench).
+without blocking the event loop (send and wait run in a helper thread; the wait is woken by the
+result backend's pub/sub message, not polled). `InProcessExecutor` calls the services directly
+(one process, e.g. a bench).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import asyncpg
 from celery import Celery
+from celery.exceptions import TimeoutError as CeleryTimeoutError
 
 from infra.results import ArticlesPage, Language, NormalizedSearch
 from infra.status import Queue
@@ -25,8 +27,6 @@ SEARCH_TASK = "turnout.search.search"
 RAG_TASK = "turnout.rag.answer"
 # Without a job deadline a queued call still may not wait forever.
 DEFAULT_TIMEOUT_S = 120.0
-_POLL_MIN_S = 0.01
-_POLL_MAX_S = 0.2
 
 
 class ToolExecutionError(RuntimeError):
@@ -94,25 +94,30 @@ class QueueExecutor:
         remaining = _remaining(deadline)
         if remaining <= 0:
             raise TimeoutError(f"no time left before the job's deadline to run {task}")
+        return await asyncio.to_thread(self._send_and_wait, task, queue, payload, remaining)
+
+    def _send_and_wait(self, task: str, queue: Queue, payload: dict[str, Any], remaining: float) -> Any:
+        """Send and wait in one thread: Celery's result backend (and its pub/sub consumer) belongs
+        to the thread that sent. `get()` subscribes to the result's channel, reads the stored state
+        once (a reply that came first is not missed) and wakes on the backend's publish, so the
+        reply costs no polling delay (measured: bench/api_bench.py). A cancelled job leaves this
+        thread waiting until the reply or the deadline; the event loop is not held."""
         # A message nobody picked up before the deadline must not run later for nothing.
-        result = await asyncio.to_thread(
-            self.app.send_task, task, args=[payload], queue=queue.value, expires=remaining
-        )
-        give_up = time.monotonic() + remaining
+        result = self.app.send_task(task, args=[payload], queue=queue.value, expires=remaining)
         try:
-            poll = _POLL_MIN_S
-            while not await asyncio.to_thread(result.ready):
-                if time.monotonic() + poll > give_up:
-                    raise TimeoutError(f"{task} did not finish before the job's deadline")
-                await asyncio.sleep(poll)
-                poll = min(poll * 1.5, _POLL_MAX_S)
             try:
                 # Inside a worker task Celery forbids a blocking get() unless told the wait is intended.
-                return await asyncio.to_thread(result.get, timeout=10, disable_sync_subtasks=False)
-            except Exception as exc:  # the task's own exception, re-raised by Celery
-                raise ToolExecutionError(f"{task} failed: {type(exc).__name__}: {exc}") from exc
+                # propagate=False: the task's own exception comes back as the value, so it can be told
+                # apart from a broker/backend failure (raised here, and retried by the job runner).
+                value = result.get(timeout=remaining, propagate=False, disable_sync_subtasks=False)
+            except CeleryTimeoutError:
+                raise TimeoutError(f"{task} did not finish before the job's deadline") from None
+            if not result.successful():
+                cause = value if isinstance(value, BaseException) else None
+                raise ToolExecutionError(f"{task} failed: {type(value).__name__}: {value}") from cause
+            return value
         finally:
-            await asyncio.to_thread(result.forget)
+            result.forget()
 
 
 class InProcessExecutor:

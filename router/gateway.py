@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -60,14 +61,21 @@ class Rejection:
         return f"ERROR: {self.reason}"
 
 
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN/Infinity; JSON (and PostgreSQL jsonb) do not.
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any] | str:
     """The arguments as an object, or a reason why they are not one."""
     if isinstance(raw, Mapping):
         return dict(raw)
     try:
-        parsed = json.loads(raw) if raw.strip() else {}
+        parsed = json.loads(raw, parse_constant=_reject_constant) if raw.strip() else {}
     except json.JSONDecodeError as exc:
         return f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
+    except ValueError as exc:
+        return f"the arguments are not valid JSON ({exc}); send a JSON object"
     if not isinstance(parsed, dict):
         return f"the arguments must be a JSON object, got {type(parsed).__name__}"
     return parsed
@@ -155,7 +163,8 @@ class CallValidator:
             ask = AskArgs.model_validate(dict(args))
         except ValidationError as exc:
             return Rejection(tool, dict(args), _ask_error(tool, exc))
-        question = " ".join(ask.question.split())
+        # Control characters (NUL above all, which PostgreSQL text rejects) become spaces, as in search text.
+        question = " ".join("".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in ask.question).split())
         if not question:
             return Rejection(tool, dict(args), f"{tool}: argument 'question' must not be empty")
         if len(question) > self.limits.question_max_chars:

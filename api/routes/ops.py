@@ -20,6 +20,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from api.deps import AdminKey, Pool, Redis, SettingsDep
 from api.errors import ApiError
+from api.schemas import error_responses
 from infra.health import HealthReport, check_health
 from infra.metrics import CONTENT_TYPE, render
 from infra.ops import OpsData, OpsSummary, gather_ops, summarize
@@ -70,6 +71,7 @@ async def _gather(pool: asyncpg.Pool, redis_client: aioredis.Redis, settings: Se
     response_model=OpsSummary,
     response_model_by_alias=True,
     summary="Queues, workers, task latency, jobs, LLM spend, webhooks, re-embedding (admin)",
+    responses=error_responses(401, 403, 503),
 )
 async def queues(_key: AdminKey, settings: SettingsDep, pool: Pool, redis_client: Redis) -> OpsSummary:
     return summarize(await _gather(pool, redis_client, settings))
@@ -79,7 +81,8 @@ async def queues(_key: AdminKey, settings: SettingsDep, pool: Pool, redis_client
     "/metrics",
     summary="Prometheus metrics (admin key as a bearer token)",
     response_class=Response,
-    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition format"}},
+    responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition format"},
+               **error_responses(401, 403, 503)},
 )
 async def metrics(_key: AdminKey, settings: SettingsDep, pool: Pool, redis_client: Redis) -> Response:
     data = await _gather(pool, redis_client, settings, latency=True)

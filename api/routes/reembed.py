@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from api.deps import AdminKey, Pool, SettingsDep
 from api.errors import ApiError
+from api.schemas import error_responses
 from infra.db import reembed as runs_db
 from retrieval.reembed import ReembedError, RunConflict, run_document, start_reembed_run
 
@@ -75,7 +76,7 @@ async def _load(pool: Pool, run_id: str) -> runs_db.Run:
 
 
 @router.post("", status_code=202, response_model=ReembedRun, response_model_by_alias=True,
-             summary="Start a re-embedding run")
+             summary="Start a re-embedding run", responses=error_responses(401, 403, 409))
 async def start_run(
     body: ReembedRequest, pool: Pool, settings: SettingsDep, response: Response, _: AdminKey
 ) -> ReembedRun:
@@ -95,7 +96,8 @@ async def start_run(
     return _document(await _load(pool, run_id))
 
 
-@router.get("", response_model=ReembedRunList, response_model_by_alias=True, summary="Recent re-embedding runs")
+@router.get("", response_model=ReembedRunList, response_model_by_alias=True, summary="Recent re-embedding runs",
+            responses=error_responses(401, 403))
 async def list_runs(
     pool: Pool, _: AdminKey, limit: Annotated[int, Query(ge=1, le=100)] = 20
 ) -> ReembedRunList:
@@ -103,14 +105,14 @@ async def list_runs(
 
 
 @router.get("/{run_id}", response_model=ReembedRun, response_model_by_alias=True,
-            summary="A re-embedding run's progress")
+            summary="A re-embedding run's progress", responses=error_responses(401, 403, 404))
 async def get_run(run_id: RunId, pool: Pool, _: AdminKey) -> ReembedRun:
     """done/total (articles), chunks embedded and skipped, rate and ETA."""
     return _document(await _load(pool, run_id))
 
 
 @router.delete("/{run_id}", response_model=ReembedRun, response_model_by_alias=True,
-               summary="Cancel an open re-embedding run")
+               summary="Cancel an open re-embedding run", responses=error_responses(401, 403, 404, 409))
 async def cancel_run(run_id: RunId, pool: Pool, _: AdminKey) -> ReembedRun:
     """Its remaining batches become no-ops; reads stay on the active version."""
     run = await _load(pool, run_id)

@@ -6,6 +6,7 @@ Ops metrics (LLM calls and tokens per minute, rate-limiter waits) are computed f
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
@@ -55,11 +56,47 @@ _SELECT = """
 """
 
 
+# The same insert, committed without waiting for the WAL flush: `set_config(..., true)` is local
+# to the statement's own (implicit) transaction and is evaluated before that transaction commits.
+# One statement instead of BEGIN / SET LOCAL / INSERT / COMMIT: one round trip per row.
+_INSERT_ASYNC_COMMIT = _INSERT + " RETURNING set_config('synchronous_commit', 'off', true)"
+
+
 async def insert_audit_events(db: asyncpg.Pool | asyncpg.Connection, events: list[AuditEvent]) -> None:
+    """Store events, committed without waiting for the WAL flush (inside a caller's transaction,
+    that transaction decides). Safe because the trail narrates, it decides nothing: WAL is flushed
+    in order, so the job's final (synchronous) commit makes every row written before it durable,
+    and a database crash can lose only the last rows of a job that was still running. Each row
+    saves a disk flush (~3 ms) on the job's critical path."""
     if not events:
         return
-    rows = [tuple(asdict(e)[c] for c in _COLUMNS) for e in events]
-    await db.executemany(_INSERT, rows)
+    rows = [tuple(_storable(asdict(e)[c]) for c in _COLUMNS) for e in events]
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn:
+            await _insert(conn, _INSERT_ASYNC_COMMIT, rows)
+    else:
+        await _insert(db, _INSERT if db.is_in_transaction() else _INSERT_ASYNC_COMMIT, rows)
+
+
+async def _insert(conn: asyncpg.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
+    if len(rows) == 1:  # the router writes one event at a time: a plain execute is the cheaper call
+        await conn.execute(sql, *rows[0])
+    else:
+        await conn.executemany(sql, rows)
+
+
+def _storable(value: Any) -> Any:
+    """PostgreSQL text and jsonb cannot hold NUL (nor jsonb NaN/Infinity); a model may send them in
+    any argument. The trail keeps the rest of what was sent, with U+FFFD where a NUL was."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # jsonb has no NaN/Infinity
+    return value
 
 
 async def list_audit_events(db: asyncpg.Pool | asyncpg.Connection, job_id: str) -> list[AuditEvent]:

@@ -78,21 +78,25 @@ async def create_job(
     """Insert a queued job (and its `queued` event); with an idempotency key already used, return
     that job instead. Returns (job, created). The lease is how long the job may wait for a
     worker before the sweeper sends its message again."""
-    async with conn.transaction():
-        row = await conn.fetchrow(
-            """
+    # One statement (job and its `queued` event together, atomically): one round trip, one commit.
+    row = await conn.fetchrow(
+        """
+        WITH job AS (
             INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
                               idempotency_key, request_hash, lease_expires_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
             RETURNING *
-            """,
-            new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
-            idempotency_key, request_hash, lease_s,
+        ), queued AS (
+            INSERT INTO job_events (job_id, kind, data) SELECT id, 'queued', '{}'::jsonb FROM job
         )
-        if row is not None:
-            await add_event(conn, row["id"], JobStatus.QUEUED.value, {})
-            return _job(row), True
+        SELECT * FROM job
+        """,
+        new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
+        idempotency_key, request_hash, lease_s,
+    )
+    if row is not None:
+        return _job(row), True
     assert idempotency_key is not None  # only a key conflict skips the insert
     existing = await find_by_idempotency_key(conn, api_key_id, idempotency_key)
     if existing is None:  # pragma: no cover - the conflicting row cannot vanish (no deletes)
@@ -117,20 +121,23 @@ async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | No
 
 async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) -> JobRow | None:
     """queued -> running with a lease; None when the job is not queued (running elsewhere, final, unknown)."""
-    async with conn.transaction():
-        row = await conn.fetchrow(
-            f"""
+    # One statement (the claim and its `running` event together, atomically): one round trip, one commit.
+    row = await conn.fetchrow(
+        f"""
+        WITH claimed AS (
             UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_expires_at = {_LEASE},
                             started_at = coalesce(started_at, now()), updated_at = now()
             WHERE id = $1 AND status = 'queued'
             RETURNING *
-            """,  # noqa: S608 (constant fragment)
-            job_id, lease_s,
+        ), running AS (
+            INSERT INTO job_events (job_id, kind, data)
+            SELECT id, 'running', jsonb_build_object('attempt', attempts) FROM claimed
         )
-        if row is None:
-            return None
-        await add_event(conn, job_id, JobStatus.RUNNING.value, {"attempt": row["attempts"]})
-    return _job(row)
+        SELECT * FROM claimed
+        """,  # noqa: S608 (constant fragment)
+        job_id, lease_s,
+    )
+    return _job(row) if row is not None else None
 
 
 async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, lease_s: float) -> bool:

@@ -129,9 +129,18 @@ async def snapshot(pool_or_conn: PoolOrConnection) -> AsyncIterator[asyncpg.Conn
             yield pool_or_conn
 
 
+_VISIBLE = ("l.published", "NOT l.hidden")
+
+
 async def count_matches(conn: asyncpg.Connection, flt: SearchFilter, match: TextMatch | None = None) -> int:
     stmt = _where(flt, match)
-    sql = "SELECT count(*) FROM localizations l WHERE " + " AND ".join(stmt.where)  # noqa: S608 (constant fragments)
+    if isinstance(match, PartialMatch):  # title/summary fragments: only `localizations` has them
+        table, where = "localizations", stmt.where
+    else:
+        # `localization_search` holds exactly the visible rows' language, date and vector (same
+        # column names), narrow enough to count from memory (migration 0001). Same snapshot, same rows.
+        table, where = "localization_search", [c for c in stmt.where if c not in _VISIBLE] or ["true"]
+    sql = f"SELECT count(*) FROM {table} l WHERE " + " AND ".join(where)  # noqa: S608 (constant fragments)
     return int(await conn.fetchval(sql, *stmt.params))
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,20 +94,6 @@ async def ensure_admin_key(conn: asyncpg.Connection, saved: str | None) -> tuple
     return issued.token, True
 
 
-StartRun = Callable[[asyncpg.Pool], Awaitable[str]]
-
-
-def reembed_starter() -> StartRun | None:
-    """`retrieval.reembed.start_reembed_run`, or None when this installation has no vector indexing."""
-    try:
-        from retrieval.reembed import start_reembed_run
-    except ModuleNotFoundError as exc:
-        if exc.name in ("retrieval.reembed", "retrieval"):
-            return None
-        raise
-    return start_reembed_run
-
-
 async def bootstrap(settings: Settings, data_dir: Path, *, import_sample: bool,
                     corpus: Path = SAMPLE_CORPUS) -> BootstrapReport:
     state = read_state(data_dir)
@@ -132,17 +117,22 @@ async def bootstrap(settings: Settings, data_dir: Path, *, import_sample: bool,
         started = False
         note: str | None = None
         if run_id is None:
-            start_run = reembed_starter()
+            from retrieval.reembed import ReembedError, RunConflict, start_reembed_run
+
             if count == 0:
                 note = "no articles yet: import a corpus (`turnout import FILE.jsonl`), then restart"
-            elif start_run is None:
-                note = "vector indexing is not part of this installation (no retrieval.reembed)"
             else:
-                run_id = await start_run(pool)
-                started = True
-                state["index_run_id"] = run_id
-                state["index_started_at"] = datetime.now(UTC).isoformat()
-                write_state(data_dir, state)
+                try:
+                    run_id = await start_reembed_run(pool, settings=settings)
+                except RunConflict as exc:  # someone (`turnout reembed`) already indexes: let it finish
+                    note = f"not started: {exc}"
+                except ReembedError as exc:
+                    note = f"vector indexing could not start: {exc}; run `turnout reembed` to retry"
+                else:
+                    started = True
+                    state["index_run_id"] = run_id
+                    state["index_started_at"] = datetime.now(UTC).isoformat()
+                    write_state(data_dir, state)
         return BootstrapReport(
             admin_key=token, key_created=key_created, imported=imported, localizations=count,
             index_run_id=run_id, index_started=started, index_note=note,

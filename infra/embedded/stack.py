@@ -35,9 +35,12 @@ from infra.embedded.redis_server import EmbeddedRedis
 from infra.settings import ConfigError, Settings, get_settings
 from infra.status import Queue
 
-# The vector store (Qdrant Edge) may be opened by one process only: `rag` and `embeddings` get
-# their own worker; the front worker also runs Celery beat (periodic maintenance).
-FRONT_QUEUES = (Queue.ROUTER, Queue.SEARCH, Queue.WEBHOOKS, Queue.MAINTENANCE)
+# Three workers. Routers wait on search and RAG tasks, so they get threads of their own (a
+# router never holds a thread a search needs). The vector store (Qdrant Edge) may be opened by
+# one process only: `rag` and `embeddings` get their own worker. The front worker also runs
+# Celery beat (periodic maintenance).
+ROUTER_QUEUES = (Queue.ROUTER,)
+FRONT_QUEUES = (Queue.SEARCH, Queue.WEBHOOKS, Queue.MAINTENANCE)
 VECTOR_QUEUES = (Queue.RAG, Queue.EMBEDDINGS)
 READY_LINE = "Turnout is ready"
 ENV_FILE = "env"
@@ -91,6 +94,7 @@ class Stack:
         self.postgres: EmbeddedPostgres | None = None
         self.redis: EmbeddedRedis | None = None
         self.api: Child | None = None
+        self.router: Child | None = None
         self.front: Child | None = None
         self.vector: Child | None = None
         self.services = _Services()
@@ -176,6 +180,12 @@ class Stack:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         turnout = [sys.executable, "-m", "infra"]
         self._step("starting the workers and the API")
+        self.router = Child(
+            "worker-router",
+            [*turnout, "worker", "--queues", ",".join(ROUTER_QUEUES), "--concurrency", "8",
+             "--name", f"router@{self._hostname}"],
+            log_path=self.logs / "worker-router.log", env=env,
+        ).start()
         self.front = Child(
             "worker-front",
             [*turnout, "worker", "--queues", ",".join(FRONT_QUEUES), "--beat", "--concurrency", "4",
@@ -209,12 +219,15 @@ class Stack:
             except Exception:  # not consuming yet (timeout) or broker hiccup: ask again
                 return False
 
-        def vector_answers() -> bool:
-            replies = celery_app.control.ping(destination=[f"vector@{self._hostname}"], timeout=1.0)
-            return bool(replies)
+        def answers(node: str) -> Callable[[], bool]:
+            def check() -> bool:
+                return bool(celery_app.control.ping(destination=[f"{node}@{self._hostname}"], timeout=1.0))
+
+            return check
 
         self._wait_for("the front worker (ping task)", front_answers, deadline)
-        self._wait_for("the vector worker", vector_answers, deadline)
+        self._wait_for("the router worker", answers("router"), deadline)
+        self._wait_for("the vector worker", answers("vector"), deadline)
 
     def _api_answers(self) -> bool:
         try:
@@ -236,7 +249,7 @@ class Stack:
 
     def check_children(self) -> None:
         """Raise when any service of the stack has died."""
-        for child in (self.api, self.front, self.vector, self.redis.child if self.redis else None):
+        for child in (self.api, self.router, self.front, self.vector, self.redis.child if self.redis else None):
             if child is None:
                 continue
             code = child.exit_code()
@@ -284,7 +297,8 @@ class Stack:
             f"  PostgreSQL {self.services.postgres_note}",
             f"  Redis      {self.services.redis_note}",
             f"  vectors    {vectors} (opened by the vector worker only)",
-            f"  workers    front: {','.join(FRONT_QUEUES)} + beat;  vector: {','.join(VECTOR_QUEUES)}",
+            f"  workers    router: {','.join(ROUTER_QUEUES)};  front: {','.join(FRONT_QUEUES)} + beat;  "
+            f"vector: {','.join(VECTOR_QUEUES)}",
             f"  corpus     {corpus}",
             f"  indexing   {index}",
             f"  data       {self.data_dir}   (logs in {self.logs})",
@@ -316,7 +330,7 @@ class Stack:
         if self.api is not None:
             self._step("stopping the API")
             self.api.stop(timeout_s=15)
-        workers = [w for w in (self.front, self.vector) if w is not None]
+        workers = [w for w in (self.router, self.front, self.vector) if w is not None]
         if workers:
             self._step("stopping the workers")
             for worker in workers:

@@ -114,15 +114,13 @@ class EdgeVectorStore:
             qe.UpdateOperation.upsert_points(
                 [qe.Point(p.id, [float(x) for x in p.vector], p.payload()) for p in points]
             )
-        )
-        shard.flush()
+        )  # durable through the shard's write-ahead log; no flush per write
 
     def delete_localizations(self, name: str, localization_ids: Sequence[str]) -> None:
         if not localization_ids:
             return
         shard = self._shard(name)
         shard.update(qe.UpdateOperation.delete_points_by_filter(_localizations_filter(localization_ids)))
-        shard.flush()
 
     def chunks_of(
         self, name: str, localization_ids: Sequence[str], *, with_vectors: bool = False
@@ -179,7 +177,9 @@ class EdgeVectorStore:
         return [Hit(float(p.score), StoredChunk.from_payload(p.id, p.payload)) for p in points]
 
     def optimize(self, name: str) -> None:
-        self._shard(name).optimize()
+        shard = self._shard(name)
+        shard.flush()  # persist the segments before they start serving reads
+        shard.optimize()
 
     # ---- aliases: not an Edge feature; reads follow collection_versions.active ----
     def set_alias(self, alias: str, name: str) -> None:

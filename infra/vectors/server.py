@@ -114,15 +114,8 @@ class ServerVectorStore:
         raise VectorStoreError(f"collection {name!r} does not have a single unnamed dense vector")
 
     def payload_indexes(self, name: str) -> set[str]:
-        info = self._call(lambda: self.client.get_collection(name))
-        if info.payload_schema:
-            return set(info.payload_schema)
-        # Local mode keeps no payload schema (indexes are no-ops there): report what was requested.
-        return set(PAYLOAD_INDEXES) if self._is_local else set()
-
-    @property
-    def _is_local(self) -> bool:
-        return type(getattr(self.client, "_client", None)).__name__ == "QdrantLocal"
+        """The server's payload schema (local mode keeps none: it reports an empty set)."""
+        return set(self._call(lambda: self.client.get_collection(name)).payload_schema or {})
 
     # ---- points ----
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,28 +222,21 @@ def test_a_running_job_cannot_be_cancelled(client: httpx.Client, llm: ScriptedLL
 def indexed_articles(celery_worker: WorkerGroup, settings: Settings, shared_corpus: Any) -> Iterator[list[str]]:
     """A few English Ruby articles embedded into the vector store (the vector worker does it)."""
     from infra.db.pool import create_pool
-    from retrieval.reembed import start_reembed_run
+    from tests.support.indexing import index_and_wait
 
     ids = [r["id"] for r in query(
         settings,
         "SELECT id FROM localizations WHERE language = 'en' AND title ILIKE '%ruby%' ORDER BY created_at DESC LIMIT 12",
     )]
 
-    async def start() -> str:
+    async def index() -> None:
         pool = await create_pool(settings.database_url, min_size=1, max_size=1)
         try:
-            return await start_reembed_run(pool, ids=ids)
+            await index_and_wait(pool, settings, ids=ids, timeout_s=120)
         finally:
             await pool.close()
 
-    run_id = asyncio.run(start())
-    deadline = time.monotonic() + 120
-    while True:
-        [run] = query(settings, "SELECT status, error FROM reembed_runs WHERE id = $1", run_id)
-        if run["status"] == "succeeded":
-            break
-        assert run["status"] in ("queued", "running") and time.monotonic() < deadline, run
-        time.sleep(0.3)
+    asyncio.run(index())
     yield ids
 
 

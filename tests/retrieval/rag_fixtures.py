@@ -20,6 +20,7 @@ from infra.corpus import ArticleRecord
 from infra.db.articles import upsert_records
 from infra.db.pool import create_pool
 from infra.db.reembed import Run, get_run
+from infra.results import Language
 from infra.settings import Settings
 from infra.vectors import VectorStore
 from infra.vectors.edge import EdgeVectorStore
@@ -50,7 +51,7 @@ _BASE_DATE = datetime(2024, 3, 1, tzinfo=UTC)
 
 
 def article(
-    id: str, language: str, title: str, body: str, *, story: str | None = None, hidden: bool = False, day: int = 0
+    id: str, language: Language, title: str, body: str, *, story: str | None = None, hidden: bool = False, day: int = 0
 ) -> ArticleRecord:
     return ArticleRecord(
         id=id, language=language, title=title, summary=body.split(". ")[0], body_html_or_md=body,

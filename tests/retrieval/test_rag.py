@@ -251,3 +251,18 @@ async def test_missing_index_is_a_clear_failed_outcome_not_a_crash(
     assert outcome.message == "the article index is unavailable; try again later"
     assert llm.chat_requests == []
     edge.close()
+
+
+async def test_article_hidden_after_indexing_is_never_cited(ctx: RagContext, llm: ScriptedLLM) -> None:
+    from infra.db.articles import set_visibility
+
+    llm.on_chat(lambda body: Text("Answer [1]."))
+    before = await answer_question(ctx, question="Как испечь ржаной хлеб?", language="ru", answer_language="ru",
+                                   scope=None)
+    assert "bread-ru" in {s.article_id for s in before.sources}
+    async with ctx.pool.acquire() as conn:
+        assert await set_visibility(conn, ["bread-ru"], hidden=True) == 1
+    after = await answer_question(ctx, question="Как испечь ржаной хлеб?", language="ru", answer_language="ru",
+                                  scope=None)
+    assert "bread-ru" not in {s.article_id for s in after.sources}
+    assert "Ржаной хлеб печётся" not in "".join(_user(r) for r in llm.chat_requests[1:])

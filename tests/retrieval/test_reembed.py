@@ -8,6 +8,7 @@ from collections import Counter
 import asyncpg
 import pytest
 
+from infra.corpus import ArticleRecord
 from infra.db import collections as versions_db
 from infra.db import reembed as runs_db
 from infra.settings import Settings
@@ -47,7 +48,7 @@ async def ctx(rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore) 
     return make_ctx(rag_settings.model_copy(update={"llm_base_url": None}), rag_db, store)
 
 
-def expected_chunks(records: list) -> dict[str, int]:  # type: ignore[type-arg]
+def expected_chunks(records: list[ArticleRecord]) -> dict[str, int]:
     return {r.id: len(chunk_localization(r.title, r.plain_text(), r.summary)) for r in records}
 
 

@@ -17,7 +17,9 @@ from typing import Any
 import asyncpg
 import pytest
 from celery import Celery
+from typer.testing import CliRunner
 
+from infra.cli import app as turnout
 from infra.db import reembed as runs_db
 from infra.settings import Settings
 from infra.vectors.edge import EdgeVectorStore
@@ -57,21 +59,21 @@ def _ask(app: Celery, question: str, scope: list[str] | None = None) -> dict[str
     return result
 
 
-async def _wait(pool: asyncpg.Pool, run_id: str, until: Any, timeout: float) -> runs_db.Run:
-    deadline = time.monotonic() + timeout
+async def _wait(pool: asyncpg.Pool, run_id: str, until: Any, within_s: float) -> runs_db.Run:
+    deadline = time.monotonic() + within_s
     while True:
         run = await runs_db.get_run(pool, run_id)
         assert run is not None
         if until(run):
             return run
         if time.monotonic() > deadline:
-            raise AssertionError(f"run {run_id} did not get there in {timeout}s: {run}")
+            raise AssertionError(f"run {run_id} did not get there in {within_s}s: {run}")
         await asyncio.sleep(0.05)
 
 
 @pytest.mark.slow
 async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
-    rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path
+    rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stack = rag_settings.model_copy(update={"redis_prefix": rag_settings.redis_prefix + "rag-worker:",
                                             "data_dir": tmp_path})
@@ -109,6 +111,14 @@ async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
 
         after = await asyncio.to_thread(_ask, app, "What happened to the tram line in district 7?")
         assert any(s["articleId"].startswith("district-") for s in after["sources"])  # the new version serves
+
+        # `turnout reembed` waits with its progress bar until the run ends (unchanged: all copied).
+        monkeypatch.setattr("retrieval.cli.get_settings", lambda: stack)
+        cli = await asyncio.to_thread(CliRunner().invoke, turnout, ["reembed", "--ids", "district-07", "--poll", "0.2"])
+        assert cli.exit_code == 0, cli.output
+        n = len([r for r in CORPUS + extra if r.id != HIDDEN_ID])
+        assert f"succeeded: {n}/{n} articles, 0 chunks embedded" in cli.output and "reads now use" in cli.output
+        assert "articles/s" in cli.output  # the progress bar's rate column
     finally:
         await asyncio.to_thread(worker.stop)
 

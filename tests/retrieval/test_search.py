@@ -360,3 +360,49 @@ async def test_items_are_database_records(db: asyncpg.Pool) -> None:
         assert (item.title, item.summary, item.language, item.article_id) == (
             record.title, record.summary, record.language, record.article_id)
         assert item.created_at == record.created_at and item.url == record.url
+
+
+async def test_counts_follow_visibility_content_and_deletion(db: asyncpg.Pool) -> None:
+    # totalItems is counted in the narrow `localization_search` copy (migration 0001): every kind of
+    # write to `localizations` must reach it in the same transaction.
+    word, created = "zqxjvordle", datetime(2003, 3, 3, 12, tzinfo=UTC)
+    day = created.date().isoformat()
+
+    async def total() -> int:
+        # pageSize 1 with two matching rows: the page is full, so the total comes from the count.
+        return (await search(db, text=word, language="en", dateFrom=day, dateTo=day, pageSize=1)).total_items
+
+    async def side_table_matches_visible_rows(conn: asyncpg.Connection) -> None:
+        visible = await conn.fetch(
+            "SELECT id, language, created_at, search_vector FROM localizations WHERE published AND NOT hidden ORDER BY id"
+        )
+        copied = await conn.fetch("SELECT id, language, created_at, search_vector FROM localization_search ORDER BY id")
+        assert [tuple(r) for r in copied] == [tuple(r) for r in visible]
+
+    ids = ["count-probe-a", "count-probe-b"]
+    async with db.acquire() as conn:
+        await conn.executemany("INSERT INTO articles (id, created_at) VALUES ($1, $2)", [(i, created) for i in ids])
+        await conn.executemany(
+            "INSERT INTO localizations (id, article_id, language, title, body_text, created_at, content_hash) "
+            "VALUES ($1, $1, 'en', $2, $3, $4, 'probe')",
+            [(i, f"Probe {i}", f"A body about {word}.", created) for i in ids],
+        )
+        try:
+            assert await total() == 2
+            await side_table_matches_visible_rows(conn)
+            await set_visibility(conn, [ids[0]], hidden=True)
+            assert await total() == 1
+            await set_visibility(conn, [ids[0]], hidden=False)
+            await set_visibility(conn, [ids[1]], published=False)
+            assert await total() == 1
+            await set_visibility(conn, [ids[1]], published=True)
+            assert await total() == 2
+            await side_table_matches_visible_rows(conn)
+            await conn.execute("UPDATE localizations SET body_text = 'Nothing here.' WHERE id = $1", ids[0])
+            await conn.execute("UPDATE localizations SET created_at = created_at + interval '2 days' WHERE id = $1",
+                               ids[1])
+            assert await total() == 0
+            await side_table_matches_visible_rows(conn)
+        finally:
+            await conn.execute("DELETE FROM articles WHERE id = ANY($1::text[])", ids)
+        assert await conn.fetchval("SELECT count(*) FROM localization_search WHERE id = ANY($1::text[])", ids) == 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -119,9 +118,8 @@ def indexed_ids(shared_corpus: object, celery_worker: object, settings: Settings
     """Vectors for a handful of real English articles about YJIT (page 1 of that search, size 5),
     written by the real re-embedding run on the real vector worker."""
     from infra.db.pool import create_pool
-    from infra.db.reembed import get_run
-    from retrieval.reembed import RunConflict, start_reembed_run
     from retrieval.search import normalize_search, search_articles
+    from tests.support.indexing import index_and_wait
 
     async def index() -> list[str]:
         pool = await create_pool(settings.database_url, min_size=1, max_size=2)
@@ -130,24 +128,8 @@ def indexed_ids(shared_corpus: object, celery_worker: object, settings: Settings
                                      limits=settings.limits, today=TODAY)
             ids = [item.id for item in (await search_articles(pool, query)).items]
             assert len(ids) == 5, "the shared corpus should have YJIT articles"
-            deadline = time.monotonic() + 240
-            while True:
-                try:
-                    run_id = await start_reembed_run(pool, ids=ids, settings=settings)
-                    break
-                except RunConflict:  # another run is open: let it finish first
-                    if time.monotonic() > deadline:
-                        raise
-                    await asyncio.sleep(1)
-            while True:
-                run = await get_run(pool, run_id)
-                assert run is not None
-                if run.status in ("succeeded", "failed", "cancelled"):
-                    assert run.status == "succeeded", f"re-embedding run ended {run.status}: {run.error}"
-                    return ids
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"re-embedding run {run_id} did not finish: {run}")
-                await asyncio.sleep(0.5)
+            await index_and_wait(pool, settings, ids=ids, timeout_s=240)
+            return ids
         finally:
             await pool.close()
 

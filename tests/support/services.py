@@ -146,26 +146,29 @@ class WorkerProcess:
             self.kill()
 
 
-# The same split `turnout up` runs: the vector store (Qdrant Edge) may be opened by one
-# process only, so `rag` and `embeddings` live in their own worker; routers waiting on
-# search/RAG never starve the threads that would serve them.
-FRONT_QUEUES = "router,search,webhooks,maintenance"
+# The same split `turnout up` runs (infra/embedded/stack.py): routers wait on search/RAG tasks,
+# so they have threads of their own; the vector store (Qdrant Edge) may be opened by one process
+# only, so `rag` and `embeddings` live in their own worker; beat runs in the front worker.
+ROUTER_QUEUES = "router"
+FRONT_QUEUES = "search,webhooks,maintenance"
 VECTOR_QUEUES = "rag,embeddings"
 
 
 @dataclass
 class WorkerGroup:
+    router: WorkerProcess
     front: WorkerProcess
     vector: WorkerProcess
 
     @classmethod
     def start(cls, env: Mapping[str, str] | None = None) -> WorkerGroup:
         env = dict(env or {})
+        router = WorkerProcess(queues=ROUTER_QUEUES, env=env, concurrency=8).start(wait_ready=False)
         front = WorkerProcess(queues=FRONT_QUEUES, env=env, beat=True).start(wait_ready=False)
         vector = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)
         front.wait_ready()
-        return cls(front, vector)
+        return cls(router, front, vector)
 
     def stop(self) -> None:
-        self.front.stop()
-        self.vector.stop()
+        for worker in (self.router, self.front, self.vector):
+            worker.stop()

@@ -9,6 +9,7 @@ import socket
 from infra.db import jobs as jobs_db
 from infra.db import webhooks as webhooks_db
 from infra.status import Queue
+from retrieval.reembed import resume_reembed_runs
 from workers._runtime import Runtime
 from workers.app import celery_app
 from workers.base import run_async, turnout_task
@@ -29,7 +30,7 @@ SWEEP_TIME_LIMIT_S = 60.0
 
 @turnout_task(Queue.MAINTENANCE, "sweep", time_limit_s=SWEEP_TIME_LIMIT_S, ignore_result=False)
 def sweep() -> dict[str, int]:
-    """Re-enqueue jobs stuck past their lease and webhook deliveries whose message was lost."""
+    """Re-enqueue jobs stuck past their lease, webhook deliveries and re-embedding batches whose message was lost."""
     return run_async(sweep_once, timeout_s=SWEEP_TIME_LIMIT_S)
 
 
@@ -46,7 +47,10 @@ async def sweep_once(rt: Runtime) -> dict[str, int]:
     deliveries = [f.delivery_id for f in swept.failed if f.delivery_id is not None] + overdue
     for delivery_id in deliveries:
         send_webhook(celery_app, settings, delivery_id)
-    if swept.requeued or swept.failed or overdue:
-        log.warning("sweeper: requeued %d job(s), failed %d, re-sent %d webhook(s)",
-                    len(swept.requeued), len(swept.failed), len(overdue))
-    return {"requeued": len(swept.requeued), "failed": len(swept.failed), "webhooks": len(deliveries)}
+    # Re-embedding batches whose worker died are re-sent too (vector-worker start-up also resumes).
+    reembed = await resume_reembed_runs(pool, settings=settings)
+    if swept.requeued or swept.failed or overdue or reembed:
+        log.warning("sweeper: requeued %d job(s), failed %d, re-sent %d webhook(s), %d re-embedding message(s)",
+                    len(swept.requeued), len(swept.failed), len(overdue), reembed)
+    return {"requeued": len(swept.requeued), "failed": len(swept.failed), "webhooks": len(deliveries),
+            "reembed": reembed}

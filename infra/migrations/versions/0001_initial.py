@@ -68,6 +68,43 @@ UPGRADE = [
     "WHERE published AND NOT hidden",
     "CREATE INDEX localizations_search_trgm ON localizations "
     "USING gin ((title || ' ' || summary) gin_trgm_ops) WHERE published AND NOT hidden",
+    # Exact search counts (SPEC §4 totalItems): the visible rows' search keys, narrow. A count in
+    # `localizations` visits one ~2 KB heap row per match (PostgreSQL 15 fetches the heap even for
+    # an exact bitmap); here rows are ~100 bytes with the vector in TOAST (read only through the
+    # GIN index), so a count is a BitmapAnd of the date and GIN indexes over a table that stays in
+    # memory. Kept in step by the trigger below, in the writing transaction.
+    """
+    CREATE TABLE localization_search (
+        id            text PRIMARY KEY REFERENCES localizations(id) ON DELETE CASCADE ON UPDATE CASCADE,
+        language      text NOT NULL,
+        created_at    timestamptz NOT NULL,
+        search_vector tsvector NOT NULL
+    ) WITH (toast_tuple_target = 128)
+    """,
+    "ALTER TABLE localization_search ALTER COLUMN search_vector SET STORAGE EXTERNAL",
+    "CREATE INDEX localization_search_date ON localization_search (language, created_at)",
+    "CREATE INDEX localization_search_vector ON localization_search USING gin (search_vector)",
+    """
+    CREATE FUNCTION localization_search_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.published AND NOT NEW.hidden THEN
+            INSERT INTO localization_search (id, language, created_at, search_vector)
+            VALUES (NEW.id, NEW.language, NEW.created_at, NEW.search_vector)
+            ON CONFLICT (id) DO UPDATE SET language = EXCLUDED.language, created_at = EXCLUDED.created_at,
+                                           search_vector = EXCLUDED.search_vector;
+        ELSE
+            DELETE FROM localization_search WHERE id = NEW.id;
+        END IF;
+        RETURN NULL;
+    END
+    $$
+    """,
+    "CREATE TRIGGER localization_search_insert AFTER INSERT ON localizations "
+    "FOR EACH ROW EXECUTE FUNCTION localization_search_sync()",
+    "CREATE TRIGGER localization_search_update AFTER UPDATE ON localizations FOR EACH ROW "
+    "WHEN ((OLD.published, OLD.hidden, OLD.language, OLD.created_at, OLD.search_vector) "
+    "IS DISTINCT FROM (NEW.published, NEW.hidden, NEW.language, NEW.created_at, NEW.search_vector)) "
+    "EXECUTE FUNCTION localization_search_sync()",
     # --- API keys ---
     """
     CREATE TABLE api_keys (
@@ -221,7 +258,9 @@ UPGRADE = [
 
 DOWNGRADE = [
     "DROP TABLE IF EXISTS reembed_batches, reembed_runs, collection_versions, webhook_attempts, "
-    "webhook_deliveries, audit_events, job_events, jobs, api_keys, localizations, articles CASCADE",
+    "webhook_deliveries, audit_events, job_events, jobs, api_keys, localization_search, localizations, articles "
+    "CASCADE",
+    "DROP FUNCTION IF EXISTS localization_search_sync()",
 ]
 
 

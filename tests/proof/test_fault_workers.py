@@ -1,0 +1,164 @@
+"""SIGKILL drills for the queues tests/workers/test_jobs_durability.py does not cover (that file
+kills the router worker mid-job and restarts Redis; tests/retrieval/test_reembed_worker.py kills
+the vector worker mid re-embedding):
+
+- the front worker (search, webhooks, maintenance + beat) dies while a search task is running
+  (held on a table lock this test takes, so it is caught mid-flight deterministically) and a
+  webhook POST is in flight to a receiver that hangs;
+- the vector worker (rag, embeddings) dies while a RAG task waits on a slow answer LLM.
+
+A task lost with its worker is not re-run inside the job (its message is redelivered only after
+the broker's visibility timeout, and it expires with the job's deadline): the job's router waits
+until the job deadline (15 s in the drill) and fails with `limit_deadline`, saying which tool did
+not finish. A webhook attempt lost with its worker is re-sent by the sweeper once its claim has
+lapsed, and delivered. Every job ends final exactly once with one delivery row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import pytest
+
+from infra.settings import Settings
+from tests.api.support import query, wait_until
+from tests.proof.conftest import (
+    FRONT,
+    VECTOR,
+    DrillStack,
+    HookReceiver,
+    TaggedLLM,
+    assert_final_once,
+    submit,
+    wait_final,
+)
+from tests.support.llm_server import Delay, Text, ToolCall
+from workers.app import create_celery
+
+pytestmark = pytest.mark.slow
+
+SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
+
+
+class TableLock:
+    """`LOCK TABLE ... IN ACCESS EXCLUSIVE MODE` held in an open transaction by this test, so a
+    search task blocks inside its SQL until the lock is released (or its worker dies)."""
+
+    def __init__(self, settings: Settings, table: str) -> None:
+        self.settings, self.table = settings, table
+        self.loop = asyncio.new_event_loop()
+        self.conn: asyncpg.Connection | None = None
+
+    def __enter__(self) -> TableLock:
+        self.conn = self.loop.run_until_complete(asyncpg.connect(self.settings.database_url))
+        self.loop.run_until_complete(self.conn.execute(f"BEGIN; LOCK TABLE {self.table} IN ACCESS EXCLUSIVE MODE"))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self.conn is not None
+        self.loop.run_until_complete(self.conn.close())  # ends the transaction: the lock is released
+        self.loop.close()
+
+    def waiters(self) -> int:
+        rows = query(self.settings, "SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                     "WHERE c.relname = $1 AND NOT l.granted "
+                     "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())", self.table)
+        return int(rows[0]["n"])
+
+
+def _statuses(stack: DrillStack, job_ids: list[str]) -> dict[str, str]:
+    rows = query(stack.settings, "SELECT id, status FROM jobs WHERE id = ANY($1)", job_ids)
+    return {r["id"]: r["status"] for r in rows}
+
+
+def test_front_worker_killed_with_search_and_webhook_in_flight(
+    drill_stack: DrillStack, tagged: TaggedLLM, hooks: Callable[..., HookReceiver]
+) -> None:
+    stack = drill_stack
+    tagged.on("search-kill", lambda n, body: SEARCH_RUBY)
+    tagged.on("hook-kill", lambda n, body: ToolCall("DropAllTables", {}))  # fails fast, without a search
+    plain = hooks()
+    hangs_first = hooks(lambda n: (200, 30.0) if n == 0 else (200, 0.0))
+    with stack.client("front-kill") as c:
+        with TableLock(stack.settings, "localizations") as lock:
+            searching = submit(c, "find ruby news [drill:search-kill]", plain.url)
+            wait_until(lambda: lock.waiters() >= 1, timeout=30, what="the search task blocked on the lock")
+            notifying = submit(c, "find ruby news [drill:hook-kill]", hangs_first.url)
+            wait_until(lambda: hangs_first.for_job(notifying), timeout=30, what="the webhook POST in flight")
+            stack.kill(FRONT)
+        assert _statuses(stack, [searching, notifying]) == {searching: "running", notifying: "failed"}
+        [held] = query(stack.settings, "SELECT status, attempts FROM webhook_deliveries WHERE job_id = $1", notifying)
+        assert held == {"status": "pending", "attempts": 1}  # the attempt died with its worker, unrecorded
+        stack.start(FRONT)
+        docs = wait_final(c, [searching, notifying], timeout=60)
+        assert_final_once(stack.settings, docs, webhook=True)
+
+    lost_search = docs[searching]
+    assert lost_search["status"] == "failed" and lost_search["error"]["code"] == "limit_deadline", lost_search
+    assert "turnout.search.search" in lost_search["error"]["message"]
+    executions = query(stack.settings, "SELECT tool, outcome FROM audit_events WHERE job_id = $1 "
+                       "AND kind = 'tool_execution'", searching)
+    assert executions == [{"tool": "SearchArticles", "outcome": "timeout"}]
+    assert docs[notifying]["error"]["code"] == "limit_max_rounds"
+
+    [delivery] = query(stack.settings, "SELECT id, status, attempts FROM webhook_deliveries WHERE job_id = $1",
+                       notifying)
+    attempts = query(stack.settings, "SELECT attempt, status_code FROM webhook_attempts WHERE delivery_id = $1",
+                     delivery["id"])
+    assert delivery["status"] == "delivered" and delivery["attempts"] == 2, delivery
+    assert attempts == [{"attempt": 2, "status_code": 200}]  # the killed attempt 1 left no record
+    posts = hangs_first.for_job(notifying)
+    assert len(posts) == 2 and posts[0][1] == posts[1][1] == str(delivery["id"])  # receivers dedupe by this id
+    assert len(plain.for_job(searching)) == 1
+
+
+def _ask_directly(stack: DrillStack) -> dict[str, Any]:
+    """A RAG task straight on the queue (empty scope: no LLM call): proves a vector worker consumes."""
+    app = create_celery(stack.settings)
+    try:
+        payload: dict[str, Any] = {"question": "ping", "language": None, "answerLanguage": "en", "scope": [],
+                   "scopeTruncated": False, "deadlineS": 30}
+        reply: dict[str, Any] = app.send_task("turnout.rag.answer", args=[payload], queue="rag").get(timeout=60)
+        return reply
+    finally:
+        app.close()
+
+
+def _ask_script(answer: Any) -> Callable[[int, dict[str, Any]], Any]:
+    def script(n: int, body: dict[str, Any]) -> Any:
+        if "tools" in body:  # the router: ask the articles, the question keeps the drill tag
+            question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+            return ToolCall("AskArticles", {"question": question})
+        return answer  # the RAG answer call
+
+    return script
+
+
+def test_vector_worker_killed_while_rag_waits_on_the_llm(
+    drill_stack: DrillStack, tagged: TaggedLLM, hooks: Callable[..., HookReceiver]
+) -> None:
+    stack = drill_stack
+    tagged.on("rag-kill", _ask_script(Delay(20.0, Text("Ruby news [1]."))))
+    tagged.on("rag-after", _ask_script(Text("Ruby 3.3 was released [1].")))
+    receiver = hooks()
+    with stack.client("vector-kill") as c:
+        asking = submit(c, "What is new in Ruby? [drill:rag-kill]", receiver.url)
+        wait_until(lambda: tagged.requests_for("rag-kill", router=False), timeout=30, what="the RAG answer call")
+        stack.kill(VECTOR)
+        assert _statuses(stack, [asking]) == {asking: "running"}
+        stack.start(VECTOR)
+        assert _ask_directly(stack)["status"] == "no_results"  # the new vector worker serves
+        after = submit(c, "What is new in Ruby? [drill:rag-after]", receiver.url)
+        docs = wait_final(c, [asking, after], timeout=60)
+    assert_final_once(stack.settings, docs, webhook=True)
+
+    lost = docs[asking]
+    assert lost["status"] == "failed" and lost["error"]["code"] == "limit_deadline", lost
+    assert "turnout.rag.answer" in lost["error"]["message"]
+    recovered = docs[after]
+    assert recovered["status"] == "succeeded", recovered
+    assert recovered["result"]["answerKind"] == "llm" and recovered["result"]["sources"], recovered["result"]
+    assert all(len(receiver.for_job(j)) == 1 for j in (asking, after))
