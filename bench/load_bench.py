@@ -183,7 +183,7 @@ def plant_articles(settings: Any) -> None:
 
     from infra.db.articles import upsert_records
     from infra.db.pool import create_pool
-    from tests.proof.test_injection import planted_records
+    from tests.proof.planted import planted_records
 
     async def go() -> None:
         pool = await create_pool(settings.database_url, min_size=1, max_size=1)
@@ -210,8 +210,8 @@ def main() -> int:
 
     from infra.settings import Settings
     from tests.api.support import issue_key
-    from tests.proof.test_injection import open_stack
     from tests.support import services
+    from tests.support.stack import open_stack
     from workers.app import create_celery
 
     services.require_postgres()

@@ -27,6 +27,8 @@ SEARCH_TASK = "turnout.search.search"
 RAG_TASK = "turnout.rag.answer"
 # Without a job deadline a queued call still may not wait forever.
 DEFAULT_TIMEOUT_S = 120.0
+# How long a wait trusts pub/sub alone before reading the stored result again.
+_WAKE_CHECK_S = 1.0
 
 
 class ToolExecutionError(RuntimeError):
@@ -102,16 +104,25 @@ class QueueExecutor:
         once (a reply that came first is not missed) and wakes on the backend's publish, so the
         reply costs no polling delay (measured: bench/api_bench.py). A cancelled job leaves this
         thread waiting until the reply or the deadline; the event loop is not held."""
+        give_up = time.monotonic() + remaining
         # A message nobody picked up before the deadline must not run later for nothing.
         result = self.app.send_task(task, args=[payload], queue=queue.value, expires=remaining)
         try:
-            try:
-                # Inside a worker task Celery forbids a blocking get() unless told the wait is intended.
-                # propagate=False: the task's own exception comes back as the value, so it can be told
-                # apart from a broker/backend failure (raised here, and retried by the job runner).
-                value = result.get(timeout=remaining, propagate=False, disable_sync_subtasks=False)
-            except CeleryTimeoutError:
-                raise TimeoutError(f"{task} did not finish before the job's deadline") from None
+            while True:
+                wait_s = min(_WAKE_CHECK_S, give_up - time.monotonic())
+                if wait_s <= 0:
+                    raise TimeoutError(f"{task} did not finish before the job's deadline")
+                try:
+                    # Inside a worker task Celery forbids a blocking get() unless told the wait is
+                    # intended. propagate=False: the task's own exception comes back as the value, so
+                    # it can be told apart from a broker/backend failure (raised here: the job runner
+                    # retries those).
+                    value = result.get(timeout=wait_s, propagate=False, disable_sync_subtasks=False)
+                    break
+                except CeleryTimeoutError:
+                    # A publish lost while the pub/sub connection was re-established (Redis restart)
+                    # never comes; the next get() reads the stored state first.
+                    continue
             if not result.successful():
                 cause = value if isinstance(value, BaseException) else None
                 raise ToolExecutionError(f"{task} failed: {type(value).__name__}: {value}") from cause

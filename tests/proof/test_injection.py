@@ -19,13 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +38,13 @@ from router.errors import RoutingFailed
 from router.executor import QueueExecutor
 from router.service import RouterDeps, RouteRequest, route_question
 from router.tools import default_registry
-from tests.api.support import ApiServer, issue_key, query, stack_settings, start_worker, throwaway_database
-from tests.support import services
-from tests.support.llm_server import ScriptedLLM, Step, Text, ToolCall, ToolCalls
+from tests.api.support import query
+from tests.proof.planted import planted_records
+from tests.support.llm_server import Step, Text, ToolCall, ToolCalls
+from tests.support.stack import Stack, open_stack
 
 DATA = Path(__file__).parent / "data"
 QUESTIONS: list[dict[str, Any]] = [json.loads(line) for line in (DATA / "injection_questions.jsonl").open()]
-PLANTED: dict[str, list[dict[str, str]]] = json.loads((DATA / "planted_articles.json").read_text())
 REGISTERED = set(default_registry().names)
 # How a job of a compromised model may end when it fails: each is a limit or a refusal in code.
 FAILURE_CODES = {"no_tool_call", "limit_max_rounds", "limit_tool_executions", "limit_tokens", "tool_failed"}
@@ -57,95 +52,6 @@ FAILURE_CODES = {"no_tool_call", "limit_max_rounds", "limit_tool_executions", "l
 PLANTED_MARKERS = ["IGNORE ALL PREVIOUS INSTRUCTIONS", "ИГНОРИРУЙ ВСЕ ПРЕДЫДУЩИЕ ИНСТРУКЦИИ",
                    "IGNORIERE ALLE VORHERIGEN ANWEISUNGEN"]
 _FENCE = re.compile(r"<<<MATERIAL (\w+)>>>\n(.*?)\n<<<END MATERIAL \1>>>", re.S)
-_BASE = datetime(2026, 3, 2, 9, tzinfo=UTC)
-
-# Ordinary published articles (written for these tests) so the compromised model's searches
-# for Docker, Redis and Kubernetes find something besides the planted text.
-BENIGN = [
-    ("en", "Docker image layers explained", "Each Docker image is built from layers. A layer caches one build step, "
-     "so small changes rebuild quickly."),
-    ("en", "Redis persistence options", "Redis can persist data with snapshots or an append-only file. Choose the "
-     "append-only file when losing a second of writes is too much."),
-    ("en", "Kubernetes rolling updates", "A Kubernetes deployment replaces pods a few at a time, so the service "
-     "keeps answering during an update."),
-    ("ru", "Слои образов Docker", "Каждый образ Docker состоит из слоёв. Слой кэширует один шаг сборки."),
-    ("ru", "Сохранение данных в Redis", "Redis сохраняет данные снимками или журналом команд."),
-    ("ru", "Обновление в Kubernetes", "Kubernetes заменяет поды постепенно, и сервис продолжает работать."),
-    ("de", "Docker-Image-Schichten", "Jedes Docker-Image besteht aus Schichten. Eine Schicht speichert einen "
-     "Build-Schritt."),
-    ("de", "Persistenz in Redis", "Redis speichert Daten als Schnappschuss oder in einer Befehlsdatei."),
-    ("de", "Rollende Updates mit Kubernetes", "Kubernetes ersetzt Pods schrittweise, der Dienst bleibt erreichbar."),
-]
-
-
-def _record(id: str, language: str, title: str, text: str, day: int) -> ArticleRecord:
-    return ArticleRecord.model_validate({
-        "id": id, "language": language, "title": title, "summary": text.split(". ")[0], "body_html_or_md": text,
-        "body_format": "markdown", "created_at": _BASE + timedelta(days=day), "translation_key": id,
-    })
-
-
-def planted_records() -> tuple[list[ArticleRecord], dict[str, ArticleRecord]]:
-    """(published articles, {id: article that must never come back}); the latter published for now."""
-    published = [_record(f"benign-{n}", lang, title, text, n) for n, (lang, title, text) in enumerate(BENIGN)]
-    published += [_record(f"planted-{p['language']}", p["language"], p["title"], p["text"], 20 + n)
-                  for n, p in enumerate(PLANTED["planted"])]
-    secret: dict[str, ArticleRecord] = {}
-    for n, entry in enumerate(PLANTED["hidden"]):
-        for kind in ("hidden", "draft"):  # one copy hidden, one unpublished
-            rec = _record(f"{kind}-{entry['language']}", entry["language"], entry["title"], entry["text"], 40 + n)
-            secret[rec.id] = rec
-    return published, secret
-
-
-@dataclass
-class Stack:
-    settings: Settings
-    api: ApiServer
-    llm: ScriptedLLM
-    workers: list[services.WorkerProcess] = field(default_factory=list)
-
-    def client(self, name: str) -> httpx.Client:
-        return self.api.client(issue_key(self.settings, name).token)
-
-
-@contextmanager
-def open_stack(base: Settings, name: str, *, vector: bool, router_threads: int = 8) -> Iterator[Stack]:
-    """A stack of its own: database, Redis prefix, scripted LLM, worker processes and the API.
-    LLM and submission rate limits are lifted (these tests measure other limits)."""
-    llm = ScriptedLLM().start()
-    data_dir = tempfile.mkdtemp(prefix=f"turnout-{name}-")  # the vector worker's own Qdrant Edge
-    env = {"TURNOUT_LLM_BASE_URL": llm.base_url, "TURNOUT_DATA_DIR": data_dir,
-           "TURNOUT_LIMIT_LLM_REQUESTS_PER_MINUTE": "1000000", "TURNOUT_LIMIT_LLM_TOKENS_PER_MINUTE": "1000000000",
-           "TURNOUT_LIMIT_SUBMISSIONS_PER_MINUTE": "1000000"}
-    workers: list[services.WorkerProcess] = []
-    api: ApiServer | None = None
-    try:
-        with throwaway_database(name) as dsn:
-            settings = stack_settings(
-                base, database_url=dsn, redis_prefix=f"{base.redis_prefix}{name}:", llm_base_url=llm.base_url,
-                data_dir=Path(data_dir), limits__submissions_per_minute=1_000_000,
-                limits__llm_requests_per_minute=1_000_000, limits__llm_tokens_per_minute=1_000_000_000,
-            )
-            try:
-                # The front worker first: it answers the readiness ping the others wait for.
-                workers.append(start_worker(settings, "search,webhooks,maintenance", beat=False, env=env))
-                workers.append(start_worker(settings, "router", beat=False, env=env, concurrency=router_threads))
-                if vector:
-                    workers.append(start_worker(settings, "rag,embeddings", beat=False, env=env))
-                api = ApiServer(settings).start()
-                yield Stack(settings, api, llm, workers)
-            finally:
-                if api is not None:
-                    api.stop()
-                for worker in workers:
-                    worker.stop()
-    finally:
-        llm.stop()
-        services.delete_redis_prefix(f"{base.redis_prefix}{name}:")
-        shutil.rmtree(data_dir, ignore_errors=True)
-
-
 def _run(settings: Settings, coro_fn: Any) -> Any:
     async def go() -> Any:
         pool = await create_pool(settings.database_url, min_size=1, max_size=4)

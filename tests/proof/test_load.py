@@ -12,7 +12,7 @@ import pytest
 from bench.load_bench import lost_jobs, plant_articles, run_load, script_search
 from infra.settings import Settings
 from tests.api.support import issue_key, query
-from tests.proof.test_injection import Stack, open_stack
+from tests.support.stack import Stack, open_stack
 
 CLIENTS = 8
 SECONDS = 12.0

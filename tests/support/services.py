@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -98,17 +97,16 @@ class WorkerProcess:
         env = {**os.environ, **self.env}
         ARTIFACTS.mkdir(exist_ok=True)
         self.log_path = self.log_path or ARTIFACTS / f"worker-{os.getpid()}-{time.monotonic_ns()}.log"
-        log = self.log_path.open("wb")
         beat: list[str] = []
-        if self.beat:  # the schedule file goes to a throwaway directory, never the repository
-            schedule_dir = tempfile.mkdtemp(prefix="turnout-beat-")
-            beat = ["-B", "-s", str(Path(schedule_dir) / "celerybeat-schedule")]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", self.queues,
-             "-c", str(self.concurrency), "-P", self.pool, "--loglevel", "INFO", "-E",
-             "--without-mingle", "--without-gossip", "-n", f"test-{time.monotonic_ns()}@%h", *beat],
-            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        if self.beat:  # the schedule file sits beside the log (test-artifacts/, git-ignored)
+            beat = ["-B", "-s", str(self.log_path.with_suffix(".beat-schedule"))]
+        with self.log_path.open("wb") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", self.queues,
+                 "-c", str(self.concurrency), "-P", self.pool, "--loglevel", "INFO", "-E",
+                 "--without-mingle", "--without-gossip", "-n", f"test-{time.monotonic_ns()}@%h", *beat],
+                cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
         if wait_ready:
             self.wait_ready()
         return self
