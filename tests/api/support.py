@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from infra.corpus import ArticleRecord, read_corpus
 from infra.db.api_keys import IssuedKey, create_key
 from infra.db.pool import create_pool
 from infra.settings import Settings
@@ -286,3 +287,23 @@ def throwaway_database(name_hint: str) -> Iterator[str]:
         yield dsn
     finally:
         services.drop_database(name)
+
+
+def load_articles(settings: Settings, limit: int = 40) -> list[str]:
+    """English Ruby news from the shared corpus (read at run time), so searches find something."""
+    from infra.db.articles import upsert_records
+    from infra.db.pool import create_pool
+
+    records = [r for r in read_corpus(services.SHARED_CORPUS)
+               if isinstance(r, ArticleRecord) and r.language == "en" and "ruby" in r.title.lower()][:limit]
+
+    async def load() -> None:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            async with pool.acquire() as conn:
+                await upsert_records(conn, records)
+        finally:
+            await pool.close()
+
+    asyncio.run(load())
+    return [r.id for r in records]

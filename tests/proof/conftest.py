@@ -26,13 +26,13 @@ from typing import Any
 import httpx
 import pytest
 
-from infra.corpus import ArticleRecord, read_corpus
 from infra.settings import EmbeddingProvider, Settings
 from infra.status import JobStatus
 from tests.api.support import (
     ApiServer,
     RedisServer,
     issue_key,
+    load_articles,
     query,
     settings_env,
     stack_settings,
@@ -199,26 +199,6 @@ class DrillStack:
         self.api.stop()
         for worker in self.workers.values():
             worker.stop()
-
-
-def load_articles(settings: Settings, limit: int = 40) -> list[str]:
-    """English Ruby news from the shared corpus (read at run time), so searches find something."""
-    from infra.db.articles import upsert_records
-    from infra.db.pool import create_pool
-
-    records = [r for r in read_corpus(services.SHARED_CORPUS)
-               if isinstance(r, ArticleRecord) and r.language == "en" and "ruby" in r.title.lower()][:limit]
-
-    async def load() -> None:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
-        try:
-            async with pool.acquire() as conn:
-                await upsert_records(conn, records)
-        finally:
-            await pool.close()
-
-    asyncio.run(load())
-    return [r.id for r in records]
 
 
 def index_articles(settings: Settings) -> None:

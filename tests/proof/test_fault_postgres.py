@@ -22,6 +22,7 @@ from tests.api.support import (
     ApiServer,
     RedisServer,
     free_port,
+    load_articles,
     query,
     stack_settings,
     start_worker,
@@ -32,7 +33,6 @@ from tests.proof.conftest import (
     HookReceiver,
     TaggedLLM,
     assert_final_once,
-    load_articles,
     submit,
     wait_final,
 )

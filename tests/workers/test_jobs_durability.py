@@ -8,7 +8,6 @@ sweep interval are seconds, not minutes, through settings."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from collections.abc import Iterator
@@ -18,7 +17,6 @@ from typing import Any
 import httpx
 import pytest
 
-from infra.corpus import ArticleRecord, read_corpus
 from infra.db.api_keys import IssuedKey
 from infra.settings import Settings
 from tests.api.support import (
@@ -26,6 +24,7 @@ from tests.api.support import (
     RedisServer,
     WebhookReceiver,
     issue_key,
+    load_articles,
     query,
     stack_settings,
     start_worker,
@@ -60,7 +59,7 @@ def stack(settings: Settings, test_environment: None) -> Iterator[Stack]:
     with throwaway_database("durable") as dsn:
         own = stack_settings(settings, database_url=dsn, redis_url=redis.url, job_lease_s=3.0,
                              job_sweep_interval_s=1.0)
-        _load_some_articles(own)
+        load_articles(own)
         worker = start_worker(own, FRONT, beat=True, env=LEASE_ENV)
         api = ApiServer(own).start()
         s = Stack(own, redis, api, worker)
@@ -70,25 +69,6 @@ def stack(settings: Settings, test_environment: None) -> Iterator[Stack]:
             api.stop()
             s.worker.stop()
             redis.stop()
-
-
-def _load_some_articles(settings: Settings) -> None:
-    """English Ruby news from the shared corpus (read at run time), so searches find something."""
-    from infra.db.articles import upsert_records
-    from infra.db.pool import create_pool
-
-    records = [r for r in read_corpus(services.SHARED_CORPUS)
-               if isinstance(r, ArticleRecord) and r.language == "en" and "ruby" in r.title.lower()][:40]
-
-    async def load() -> None:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
-        try:
-            async with pool.acquire() as conn:
-                await upsert_records(conn, records)
-        finally:
-            await pool.close()
-
-    asyncio.run(load())
 
 
 def _slow_search(seconds: float) -> Any:
