@@ -38,21 +38,25 @@ def machine() -> str:
 
 
 def render(results: list[dict[str, object]]) -> str:
-    header = f"{'benchmark':<14} {'metric':<44} {'value':>10} {'baseline':>10} {'ratio':>7}  target"
-    lines = [header, "-" * len(header)]
+    rows: list[tuple[str, str, str, str, str, str]] = []
     for result in results:
         for row in result.get("rows", []):  # type: ignore[union-attr]
             assert isinstance(row, dict)
             unit = row.get("unit", "")
-            value = f"{row['value']:.2f}" if isinstance(row.get("value"), float | int) else str(row.get("value"))
-            base = row.get("baseline")
-            base_s = f"{base:.2f}" if isinstance(base, float | int) else "-"
-            ratio = row.get("ratio")
-            ratio_s = f"{ratio:.2f}x" if isinstance(ratio, float | int) else "-"
-            lines.append(
-                f"{str(result['name']):<14} {str(row['metric']) + (f' ({unit})' if unit else ''):<44} "
-                f"{value:>10} {base_s:>10} {ratio_s:>7}  {row.get('target', '')}"
-            )
+            value, base, ratio = row.get("value"), row.get("baseline"), row.get("ratio")
+            rows.append((
+                str(result["name"]),
+                str(row["metric"]) + (f" ({unit})" if unit else ""),
+                f"{value:.2f}" if isinstance(value, float | int) else str(value),
+                f"{base:.2f}" if isinstance(base, float | int) else "-",
+                f"{ratio:.2f}x" if isinstance(ratio, float | int) else "-",
+                str(row.get("target", "")),
+            ))
+    name_w = max([len("benchmark"), *(len(r[0]) for r in rows)])
+    metric_w = max([len("metric"), *(len(r[1]) for r in rows)])
+    header = f"{'benchmark':<{name_w}}  {'metric':<{metric_w}}  {'value':>10}  {'baseline':>10}  {'ratio':>7}  target"
+    lines = [header, "-" * len(header)]
+    lines += [f"{n:<{name_w}}  {m:<{metric_w}}  {v:>10}  {b:>10}  {r:>7}  {t}" for n, m, v, b, r, t in rows]
     return "\n".join(lines)
 
 
