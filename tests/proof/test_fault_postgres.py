@@ -162,12 +162,14 @@ def test_postgres_outage(postgres: PrivatePostgres, settings: Settings, drill_re
     # Nothing accepted was lost and nothing refused was stored.
     assert sorted(r["id"] for r in query(own, "SELECT id FROM jobs")) == sorted(before + after)
     assert all(docs[j]["status"] == "succeeded" for j in after), [docs[j] for j in after]
-    # The interrupted jobs could not write anything while it was down; the sweeper ran them again
-    # once it was back (a second attempt, not a failure).
+    # The interrupted jobs could not write anything while it was down. Either their runner's writes
+    # went through once it was back (attempt 1) or the sweeper ran them again (attempt 2+): both
+    # end succeeded, final exactly once, with one webhook (asserted above) - never failed or lost.
     for job_id in before:
-        assert docs[job_id]["status"] == "succeeded" and docs[job_id]["attempts"] >= 2, docs[job_id]
+        assert docs[job_id]["status"] == "succeeded" and docs[job_id]["attempts"] >= 1, docs[job_id]
         kinds = [r["kind"] for r in query(own, "SELECT kind FROM job_events WHERE job_id = $1 ORDER BY id", job_id)]
-        assert "requeued" in kinds and kinds.count("running") == docs[job_id]["attempts"], kinds
+        assert kinds.count("running") == docs[job_id]["attempts"], kinds
+        assert ("requeued" in kinds) == (docs[job_id]["attempts"] >= 2), kinds
 
 
 def _issue_key(settings: Settings) -> str:
