@@ -5,29 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
-import pytest
 
-from infra.migrate import upgrade
 from tests.support import services
-
-
-@pytest.fixture
-def fresh_dsn() -> Iterator[str]:
-    name = f"turnout_import_{secrets.token_hex(4)}"
-    services.create_database(name)
-    dsn = services.dsn_for(name)
-    upgrade(dsn)
-    try:
-        yield dsn
-    finally:
-        services.drop_database(name)
 
 
 def run_import(dsn: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import secrets
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +14,6 @@ import asyncpg
 import pytest
 
 from infra.corpus import SAMPLE_CORPUS, ArticleRecord, BadLine, read_corpus
-from infra.migrate import upgrade
 from infra.text import to_plain_text
 from tests.infra.test_import import run_import
 from tests.support import services
@@ -111,18 +108,6 @@ def test_not_copied_from_the_shared_corpus(raw: list[dict[str, Any]]) -> None:
         for sentence in re.split(r"(?<=[.!?])\s+", to_plain_text(r["body_html_or_md"], "html")):
             if len(sentence) > 60:
                 assert sentence not in shared, (r["id"], sentence)
-
-
-@pytest.fixture
-def fresh_dsn() -> Iterator[str]:
-    name = f"turnout_sample_{secrets.token_hex(4)}"
-    services.create_database(name)
-    dsn = services.dsn_for(name)
-    upgrade(dsn)
-    try:
-        yield dsn
-    finally:
-        services.drop_database(name)
 
 
 def test_imports_cleanly_and_keeps_flags(fresh_dsn: str, raw: list[dict[str, Any]]) -> None:
