@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from infra.text import content_hash, to_plain_text
+from infra.validation import first_error
 
 SAMPLE_CORPUS = Path(__file__).parent / "sample_corpus" / "articles.jsonl"
 
@@ -69,8 +70,7 @@ class BadLine:
 
 
 def _describe(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "record"
+    where, first = first_error(exc, "record")
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{where}: {first['msg']}{more}"
 

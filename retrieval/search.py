@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from infra.db import search as search_db
 from infra.results import ArticlesPage, NormalizedSearch, SearchItem
 from infra.settings import Limits
+from infra.validation import first_error
 
 LANGUAGES = ("ru", "en", "de")
 SORTS = ("newest", "oldest")
@@ -106,8 +107,7 @@ def search_args_schema(limits: Limits | None = None) -> dict[str, Any]:
 
 
 def _field_error(exc: ValidationError) -> SearchArgumentError:
-    first = exc.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or "arguments"
+    field, first = first_error(exc, "arguments")
     got = first.get("input")
     if first["type"] == "extra_forbidden":
         allowed = ", ".join(f.alias or name for name, f in SearchArgs.model_fields.items())

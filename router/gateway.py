@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from infra.results import ArticlesPage, Language, NormalizedSearch, QuestionResult
 from infra.settings import Limits
 from infra.status import ResultStatus, ResultType
+from infra.validation import first_error
 from retrieval.search import SearchArgumentError, normalize_search
 from router.audit import AuditTrail
 from router.dates import check_against_question
@@ -82,8 +83,7 @@ def parse_arguments(raw: str | Mapping[str, Any]) -> dict[str, Any] | str:
 
 
 def _ask_error(tool: str, exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "arguments"
+    field, first = first_error(exc, "arguments")
     got = first.get("input")
     kind = first["type"]
     if kind == "extra_forbidden":

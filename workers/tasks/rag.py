@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from infra.settings import get_settings
 from infra.status import Queue
+from infra.validation import first_error
 from retrieval.rag import RagContext, RagRequest, answer_request, rag_outcome_to_wire
 from workers._runtime import Runtime
 from workers.base import run_async, turnout_task
@@ -24,8 +25,7 @@ def answer(payload: dict[str, Any]) -> dict[str, Any]:
     try:
         request = RagRequest.model_validate(payload)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "payload"
+        field, first = first_error(exc, "payload")
         raise RagPayloadError(f"invalid rag payload: {field}: {first['msg']}") from None
     # deadlineS is relative: monotonic clocks are not comparable between processes.
     deadline = time.monotonic() + request.deadline_s if request.deadline_s is not None else None

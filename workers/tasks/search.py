@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from infra.results import NormalizedSearch
 from infra.settings import get_settings
 from infra.status import Queue
+from infra.validation import first_error
 from retrieval.search import SearchArgumentError, search_articles
 from workers._runtime import Runtime
 from workers.base import run_async, turnout_task
@@ -22,8 +23,7 @@ def search(query: dict[str, Any]) -> dict[str, Any]:
     try:
         normalized = NormalizedSearch.model_validate(query)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "query"
+        field, first = first_error(exc, "query")
         # A plain ValueError subclass survives Celery's JSON result; pydantic's error does not.
         raise SearchArgumentError(field, f"invalid normalized search: {field}: {first['msg']}") from None
     page_size_max = get_settings().limits.page_size_max
