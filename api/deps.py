@@ -1,4 +1,7 @@
-"""FastAPI dependencies, as `Annotated` aliases: `def route(pool: Pool, key: CurrentKey)`."""
+"""FastAPI dependencies, as `Annotated` aliases: `def route(pool: Pool, key: CurrentKey)`.
+
+All `async def`, even those that do not await: FastAPI runs a plain `def` dependency in its
+thread pool, a thread hop per dependency per request."""
 
 from __future__ import annotations
 
@@ -12,24 +15,29 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from api.errors import ApiError
 from api.state import AppState
 from infra.db.api_keys import ApiKey, verify_token
+from infra.db.job_listener import JobEventListener
 from infra.settings import Settings
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     state: AppState = request.app.state.turnout
     return state
 
 
-def get_settings_dep(state: Annotated[AppState, Depends(get_state)]) -> Settings:
+async def get_settings_dep(state: Annotated[AppState, Depends(get_state)]) -> Settings:
     return state.settings
 
 
-def get_pool(state: Annotated[AppState, Depends(get_state)]) -> asyncpg.Pool:
+async def get_pool(state: Annotated[AppState, Depends(get_state)]) -> asyncpg.Pool:
     return state.pool
 
 
-def get_redis(state: Annotated[AppState, Depends(get_state)]) -> aioredis.Redis:
+async def get_redis(state: Annotated[AppState, Depends(get_state)]) -> aioredis.Redis:
     return state.redis
+
+
+async def get_job_events(state: Annotated[AppState, Depends(get_state)]) -> JobEventListener:
+    return state.job_events
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `turnout keys create`")
@@ -59,5 +67,6 @@ State = Annotated[AppState, Depends(get_state)]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
 Redis = Annotated[aioredis.Redis, Depends(get_redis)]
+JobEvents = Annotated[JobEventListener, Depends(get_job_events)]
 CurrentKey = Annotated[ApiKey, Depends(current_key)]
 AdminKey = Annotated[ApiKey, Depends(admin_key)]

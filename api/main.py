@@ -11,6 +11,7 @@ from api.errors import install_error_handlers
 from api.middleware import install_request_limits
 from api.routes import ROUTERS
 from api.state import AppState
+from infra.db.job_listener import JobEventListener
 from infra.db.pool import create_pool
 from infra.redis import create_async_redis
 from infra.settings import Settings, get_settings
@@ -23,11 +24,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool = await create_pool(settings.database_url, min_size=1, max_size=10)
+        job_events = JobEventListener(settings.database_url)
+        try:
+            await job_events.start()
+        except BaseException:
+            await pool.close()
+            raise
         redis = create_async_redis(settings)
-        app.state.turnout = AppState(settings=settings, pool=pool, redis=redis)
+        app.state.turnout = AppState(settings=settings, pool=pool, redis=redis, job_events=job_events)
         try:
             yield
         finally:
+            await job_events.close()
             await redis.aclose()
             await pool.close()
 

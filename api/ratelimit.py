@@ -56,7 +56,7 @@ class SubmissionLimiter:
         )
 
 
-def get_submission_limiter(request: Request, settings: SettingsDep) -> SubmissionLimiter:
+async def get_submission_limiter(request: Request, settings: SettingsDep) -> SubmissionLimiter:
     """One limiter per app (its Redis connection pool is reused across requests)."""
     limiter: SubmissionLimiter | None = getattr(request.app.state, "submission_limiter", None)
     if limiter is None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import asyncpg
 import redis.asyncio as aioredis
 
+from infra.db.job_listener import JobEventListener
 from infra.settings import Settings
 
 
@@ -15,3 +16,4 @@ class AppState:
     settings: Settings
     pool: asyncpg.Pool
     redis: aioredis.Redis
+    job_events: JobEventListener

@@ -315,29 +315,28 @@ async def finalize_run(ctx: RagContext, run_id: str) -> bool:
     """Verify, index and activate a run's version once all its batches are done (idempotent;
     one process at a time). True when this call switched reads."""
     switched = False
-    async with ctx.pool.acquire() as conn:
+    # One transaction holds the lock (released at its end, also on a crash) and makes the version
+    # switch and the run's end one commit. It stays open while the shard is optimized: this is
+    # rare (once per run) and touches no row other work waits for.
+    async with ctx.pool.acquire() as conn, conn.transaction():
         if not await runs_db.try_lock_run(conn, run_id):
             return False
-        try:
-            run = await runs_db.get_run(conn, run_id)
-            if run is None or run.status not in runs_db.OPEN_STATUSES or run.pending_batches:
-                return False
-            await asyncio.to_thread(ctx.store.ensure_collection, run.collection, _dimension(run))
-            expected = await runs_db.expected_points(conn, run_id)
-            actual = await asyncio.to_thread(ctx.store.count, run.collection)
-            if actual != expected:
-                await runs_db.fail_run(
-                    conn, run_id, f"collection {run.collection} holds {actual} chunks, the batches wrote {expected}"
-                )
-                return False
-            await asyncio.to_thread(ctx.store.optimize, run.collection)
-            if ctx.store.supports_aliases:
-                await asyncio.to_thread(ctx.store.set_alias, ctx.settings.qdrant_collection, run.collection)
-            async with conn.transaction():
-                await versions_db.activate_version(conn, run.collection)
-                switched = await runs_db.finish_run(conn, run_id)
-        finally:
-            await runs_db.unlock_run(conn, run_id)
+        run = await runs_db.get_run(conn, run_id)
+        if run is None or run.status not in runs_db.OPEN_STATUSES or run.pending_batches:
+            return False
+        await asyncio.to_thread(ctx.store.ensure_collection, run.collection, _dimension(run))
+        expected = await runs_db.expected_points(conn, run_id)
+        actual = await asyncio.to_thread(ctx.store.count, run.collection)
+        if actual != expected:
+            await runs_db.fail_run(
+                conn, run_id, f"collection {run.collection} holds {actual} chunks, the batches wrote {expected}"
+            )
+            return False
+        await asyncio.to_thread(ctx.store.optimize, run.collection)
+        if ctx.store.supports_aliases:
+            await asyncio.to_thread(ctx.store.set_alias, ctx.settings.qdrant_collection, run.collection)
+        await versions_db.activate_version(conn, run.collection)
+        switched = await runs_db.finish_run(conn, run_id)
     if switched:
         log.info("re-embedding run %s succeeded; reads now use %s", run_id, run.collection)
         await _drop_retired(ctx)

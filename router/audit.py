@@ -8,19 +8,25 @@ from typing import Any
 import asyncpg
 
 from infra.db.audit import AuditEvent, insert_audit_events
+from infra.db.journal import Journal
 
 
 class AuditTrail:
-    """Events for one routing job. Without a pool (the eval harness) they stay in memory only."""
+    """Events for one routing job. Without a pool (the eval harness) they stay in memory only.
+    With a `Journal` (the job runner) rows are written in the background, in order; the runner
+    flushes it before the job's final state."""
 
-    def __init__(self, pool: asyncpg.Pool | None, job_id: str | None) -> None:
+    def __init__(self, pool: asyncpg.Pool | None, job_id: str | None, journal: Journal | None = None) -> None:
         self.pool = pool
         self.job_id = job_id
+        self.journal = journal
         self.events: list[AuditEvent] = []
 
     async def record(self, kind: Any, **values: Any) -> AuditEvent:
         event = AuditEvent(kind=kind, job_id=self.job_id, **values)
         self.events.append(event)
-        if self.pool is not None:
+        if self.journal is not None:
+            self.journal.add(lambda conn: insert_audit_events(conn, [event]), label=f"audit row {kind}")
+        elif self.pool is not None:
             await insert_audit_events(self.pool, [event])
         return event

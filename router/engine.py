@@ -192,7 +192,8 @@ class OpenAIEngine:
                     timeout = min(self.settings.limits.llm_call_timeout_s, request.deadline - time.monotonic())
                     if timeout <= 0:
                         raise LLMUnavailable("no time left before the job's deadline for another LLM call")
-                    completion = await self.client.with_options(timeout=timeout).chat.completions.create(**kwargs)
+                    # A per-request timeout: `with_options` would copy the client on every call.
+                    completion = await self.client.chat.completions.create(**kwargs, timeout=timeout)
         except RetryError as exc:  # stop condition hit without an exception to re-raise
             raise LLMUnavailable(f"the LLM did not answer within {attempts} attempt(s)") from exc
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:

@@ -40,6 +40,11 @@ def _detector() -> LanguageDetector:
     return LanguageDetectorBuilder.from_languages(*_LINGUA).build()
 
 
+def warm_up() -> None:
+    """Build the detector now (about 0.2 s) rather than in the first question that needs it."""
+    _detector()
+
+
 def detect_language(text: str, default: Language = "en") -> Language:
     """The language of ``text``; Cyrillic is decisive, otherwise lingua decides among en/de."""
     if _CYRILLIC.search(text):

@@ -68,16 +68,31 @@ class LLMRateLimiter:
         # A single call bigger than the whole per-minute budget still has to be able to run.
         return max(1, min(tokens, self.tokens.amount))
 
-    async def try_acquire(self, tokens: int) -> float | None:
-        """Take one request and ``tokens`` tokens now; None when granted, else seconds to wait."""
+    async def try_acquire(self, tokens: int, *, contended: bool = True) -> float | None:
+        """Take one request and ``tokens`` tokens now; None when granted, else seconds to wait.
+
+        Uncontended (a first try), both are taken at once: one round trip. When a try has already
+        been refused, each is tested first, so a caller waiting for tokens does not keep spending
+        request slots (nor the reverse) on every look at the window.
+        """
         cost = self._cost(tokens)
-        if not await self._limiter.test(self.tokens, self.bucket, "tokens", cost=cost):
-            return await self._wait_hint(self.tokens, "tokens")
-        if not await self._limiter.hit(self.requests, self.bucket, "requests"):
+        if contended:
+            has_tokens, has_request = await asyncio.gather(
+                self._limiter.test(self.tokens, self.bucket, "tokens", cost=cost),
+                self._limiter.test(self.requests, self.bucket, "requests"),
+            )
+            if not has_tokens:
+                return await self._wait_hint(self.tokens, "tokens")
+            if not has_request:
+                return await self._wait_hint(self.requests, "requests")
+        took_request, took_tokens = await asyncio.gather(
+            self._limiter.hit(self.requests, self.bucket, "requests"),
+            self._limiter.hit(self.tokens, self.bucket, "tokens", cost=cost),
+        )
+        # A refused half leaves the other one spent: it errs on the safe side (fewer calls, never more).
+        if not took_request:
             return await self._wait_hint(self.requests, "requests")
-        if not await self._limiter.hit(self.tokens, self.bucket, "tokens", cost=cost):
-            # Another process took the tokens between test and hit; the request slot stays spent
-            # (it errs on the safe side: fewer calls, never more).
+        if not took_tokens:
             return await self._wait_hint(self.tokens, "tokens")
         return None
 
@@ -91,8 +106,10 @@ class LLMRateLimiter:
         """Block (asynchronously) until granted; returns the seconds waited."""
         started = time.monotonic()
         announced = False
+        first = True
         while True:
-            wait = await self.try_acquire(tokens)
+            wait = await self.try_acquire(tokens, contended=not first)
+            first = False
             if wait is None:
                 return time.monotonic() - started
             if not announced and on_wait is not None:

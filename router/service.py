@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast, get_args
 import asyncpg
 import redis.asyncio as aioredis
 
+from infra.db.journal import Journal
 from infra.results import Language, QuestionResult, Usage
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
@@ -118,8 +119,12 @@ class RoutingDecision:
     message: str | None = None
 
 
-async def route_question(deps: RouterDeps, req: RouteRequest, *, on_event: EventSink | None = None) -> QuestionResult:
-    result = await _Run(deps, req, on_event).route()
+async def route_question(
+    deps: RouterDeps, req: RouteRequest, *, on_event: EventSink | None = None, journal: Journal | None = None
+) -> QuestionResult:
+    """Route and execute. With a `journal`, audit rows are written through it (in the background,
+    in order; the caller flushes it), otherwise each as it happens."""
+    result = await _Run(deps, req, on_event, journal).route()
     assert isinstance(result, QuestionResult)
     return result
 
@@ -159,7 +164,9 @@ def decide_fallback(settings: Settings, req: RouteRequest, registry: ToolRegistr
 class _Run:
     """One routing job: its budget, audit trail, gateway and conversation."""
 
-    def __init__(self, deps: RouterDeps, req: RouteRequest, on_event: EventSink | None) -> None:
+    def __init__(
+        self, deps: RouterDeps, req: RouteRequest, on_event: EventSink | None, journal: Journal | None = None
+    ) -> None:
         self.deps = deps
         self.req = req
         self.on_event = on_event
@@ -168,7 +175,8 @@ class _Run:
         self.question = " ".join(req.question.split())
         self.user_language: Language = detect_language(self.question) if self.question else "en"
         self.budget = JobBudget(self.settings.limits)
-        self.audit = AuditTrail(deps.pool, req.job_id)
+        self.journal = journal
+        self.audit = AuditTrail(deps.pool, req.job_id, journal)
         self.validator = CallValidator(
             deps.registry, self.settings.limits, today=self.today, question=self.question,
             user_language=self.user_language, page_size=req.page_size, answer_language=req.language,
@@ -268,7 +276,7 @@ class _Run:
                 return self._finish(self.last_result, "llm")  # the model is done after "nothing found"
             if declined is not None:
                 if self.cache is not None and not dry_run:
-                    await self.cache.put(self.question, self.today, CachedDecision(None, {}, declined))
+                    await self._remember(CachedDecision(None, {}, declined))
                 return self._refused(declined, routed_by="llm")
             if corrected:
                 self.budget.fail(
@@ -301,7 +309,7 @@ class _Run:
             result = await self._execute(verdict, round_no)
             if result.status is not ResultStatus.NO_RESULTS:
                 if self.cache is not None:
-                    await self.cache.put(self.question, self.today, CachedDecision(verdict.tool, verdict.arguments))
+                    await self._remember(CachedDecision(verdict.tool, verdict.arguments))
                 return self._finish(result, "llm")
             self.last_result = result
             turns.append(Turn("tool", observation(result), call_id=intent.call_id, tool=intent.name))
@@ -332,6 +340,13 @@ class _Run:
             await self.audit.record("rate_limit_wait", round=self.budget.rounds, latency_ms=waited * 1000)
 
     # ---- cache and fallback ----
+    async def _remember(self, decision: CachedDecision) -> None:
+        assert self.cache is not None
+        if self.journal is not None:  # the job runner: written while the job finishes
+            self.journal.alongside(self.cache.put(self.question, self.today, decision), label="decision cache")
+        else:
+            await self.cache.put(self.question, self.today, decision)
+
     async def _from_cache(self, cached: CachedDecision) -> QuestionResult | None:
         await self.audit.record("cache_hit", tool=cached.tool, arguments=cached.arguments, error=cached.reason)
         if cached.tool is None:

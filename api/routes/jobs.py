@@ -7,10 +7,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
-from api.deps import CurrentKey, Pool, Redis, SettingsDep
+from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep
 from api.errors import ApiError
 from api.routes.questions import get_producer
 from api.schemas import JobDocument, PageDocument, error_responses
@@ -25,7 +25,7 @@ from workers.dispatch import send_webhook
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 JobId = Annotated[str, Path(min_length=1, max_length=64, description="The id returned by POST /v1/questions")]
-EVENT_POLL_S = 0.2
+WAIT_MAX_S = 30.0  # a long poll's longest wait; below common proxy and client idle timeouts
 SSE_PING_S = 15
 
 
@@ -37,11 +37,41 @@ async def _own_job(pool: Pool, key: CurrentKey, job_id: str) -> jobs_db.JobRow:
     return job
 
 
-@router.get("/{job_id}", response_model=JobDocument, summary="Get a job", responses=error_responses(401, 404))
-async def get_job(job_id: JobId, key: CurrentKey, pool: Pool, settings: SettingsDep) -> JobDocument:
+@router.get("/{job_id}", response_model=JobDocument, summary="Get a job", responses=error_responses(401, 404, 422))
+async def get_job(
+    job_id: JobId,
+    key: CurrentKey,
+    pool: Pool,
+    settings: SettingsDep,
+    job_events: JobEvents,
+    wait_s: Annotated[
+        float,
+        Query(
+            alias="waitS", ge=0, le=WAIT_MAX_S,
+            description=f"Long poll: answer as soon as the job ends, or after this many seconds (at most "
+            f"{WAIT_MAX_S:g}) with its status then. 0 (the default) answers at once.",
+            examples=[20],
+        ),
+    ] = 0,
+) -> JobDocument:
     """Status (`queued`, `running`, `succeeded`, `failed`, `cancelled`), timestamps, usage, and the
-    result (succeeded) or the error (failed)."""
-    return JobDocument.from_row(await _own_job(pool, key, job_id), base_url=settings.public_base_url)
+    result (succeeded) or the error (failed). With `waitS`, the answer waits for the job to end
+    (woken by the job's final event, not by polling)."""
+    if wait_s <= 0:
+        return JobDocument.from_row(await _own_job(pool, key, job_id), base_url=settings.public_base_url)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    # Watched before the first read, so the end cannot slip in between; progress events do not wake it.
+    with job_events.watch(job_id, final_only=True) as watch:
+        job = await _own_job(pool, key, job_id)
+        while not job.status.is_final:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            await watch.wait(min(remaining, job_events.recheck_s))  # the end, or time to look again
+            watch.reset()
+            job = await _own_job(pool, key, job_id)
+    return JobDocument.from_row(job, base_url=settings.public_base_url)
 
 
 @router.delete(
@@ -82,26 +112,30 @@ async def stream_events(
     job_id: JobId,
     key: CurrentKey,
     pool: Pool,
+    job_events: JobEvents,
     last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0, le=2**63 - 1)] = None,
 ) -> EventSourceResponse:
     await _own_job(pool, key, job_id)
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         after = last_event_id or 0
-        while True:
-            async with pool.acquire() as conn:
-                batch = await events_after(conn, job_id, after)
-                job = None if batch else await jobs_db.get_job(conn, job_id)
-            for event in batch:
-                after = event.id
-                payload = {"jobId": job_id, "kind": event.kind, "data": event.data, "at": event.created_at.isoformat()}
-                yield ServerSentEvent(data=json.dumps(payload), event=event.kind, id=str(event.id))
-                if event.is_final:
-                    return
-            if job is not None and job.status.is_final:
-                return  # resumed after the final event: nothing more will come
-            if not batch:
-                await asyncio.sleep(EVENT_POLL_S)
+        with job_events.watch(job_id) as watch:  # before the first read: no event can slip in between
+            while True:
+                async with pool.acquire() as conn:
+                    batch = await events_after(conn, job_id, after)
+                    job = None if batch else await jobs_db.get_job(conn, job_id)
+                for event in batch:
+                    after = event.id
+                    payload = {"jobId": job_id, "kind": event.kind, "data": event.data,
+                               "at": event.created_at.isoformat()}
+                    yield ServerSentEvent(data=json.dumps(payload), event=event.kind, id=str(event.id))
+                    if event.is_final:
+                        return
+                if job is not None and job.status.is_final:
+                    return  # resumed after the final event: nothing more will come
+                if not batch:  # woken by the next event's notification (or the periodic re-check)
+                    await watch.wait(job_events.recheck_s)
+                    watch.reset()
 
     return EventSourceResponse(events(), ping=SSE_PING_S)
 

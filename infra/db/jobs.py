@@ -47,7 +47,10 @@ class JobRow:
 
 
 def _job(row: asyncpg.Record) -> JobRow:
-    values = dict(row)
+    return _job_from(dict(row))
+
+
+def _job_from(values: dict[str, Any]) -> JobRow:
     values["status"] = JobStatus(values["status"])
     return JobRow(**values)
 
@@ -121,7 +124,11 @@ async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | No
 
 async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) -> JobRow | None:
     """queued -> running with a lease; None when the job is not queued (running elsewhere, final, unknown)."""
-    # One statement (the claim and its `running` event together, atomically): one round trip, one commit.
+    # One statement (the claim and its `running` event together, atomically): one round trip, one
+    # commit, and that commit does not wait for the WAL flush. A claim lost in a database crash
+    # leaves the job queued: its runner's next write fails (its connection died with the server)
+    # and the sweeper sends the job again, as after any crash mid-job; the attempt fence still
+    # lets only one runner finish it. The final commit is synchronous and flushes the claim too.
     row = await conn.fetchrow(
         f"""
         WITH claimed AS (
@@ -133,7 +140,7 @@ async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) ->
             INSERT INTO job_events (job_id, kind, data)
             SELECT id, 'running', jsonb_build_object('attempt', attempts) FROM claimed
         )
-        SELECT * FROM claimed
+        SELECT claimed.* FROM claimed, (SELECT set_config('synchronous_commit', 'off', true)) AS local_setting
         """,  # noqa: S608 (constant fragment)
         job_id, lease_s,
     )
@@ -173,19 +180,32 @@ async def finish_job(
     event_data: dict[str, Any] | None = None,
 ) -> Finished | None:
     """running -> final, only for the runner holding `attempt`; None when it lost the job."""
-    async with conn.transaction():
-        row = await conn.fetchrow(
-            """
+    # One statement: the final state, its event and the webhook delivery (when the job has a URL)
+    # in one round trip and one synchronous commit. The fenced UPDATE already keeps a job from
+    # finishing twice; ON CONFLICT keeps one delivery per job regardless.
+    row = await conn.fetchrow(
+        """
+        WITH done AS (
             UPDATE jobs SET status = $3, result = $4, error = $5, usage = $6, lease_expires_at = NULL,
                             finished_at = now(), updated_at = now()
             WHERE id = $1 AND status = 'running' AND attempts = $2
             RETURNING *
-            """,
-            job_id, attempt, status.value, result, error, usage,
+        ), final_event AS (
+            INSERT INTO job_events (job_id, kind, data) SELECT id, status, $7::jsonb FROM done
+        ), delivery AS (
+            INSERT INTO webhook_deliveries (job_id, url) SELECT id, webhook_url FROM done WHERE webhook_url IS NOT NULL
+            ON CONFLICT (job_id) DO NOTHING
+            RETURNING id
         )
-        if row is None:
-            return None
-        return await _finalize(conn, row, status, event_data if event_data is not None else {"error": error})
+        SELECT done.*, (SELECT id FROM delivery) AS delivery_id FROM done
+        """,
+        job_id, attempt, status.value, result, error, usage, event_data if event_data is not None else {"error": error},
+    )
+    if row is None:
+        return None
+    values = dict(row)
+    delivery_id: int | None = values.pop("delivery_id")
+    return Finished(_job_from(values), delivery_id)
 
 
 async def release_job(

@@ -16,13 +16,21 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Release without asyncpg's reset query (advisory unlock, CLOSE ALL, UNLISTEN, RESET ALL), a
+    round trip on every release. Turnout keeps no session state on pooled connections: settings
+    are transaction-local (`set_config(..., true)`), advisory locks transaction-scoped, LISTEN on a
+    dedicated connection. asyncpg still rolls back a transaction left open before calling this."""
+
+
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10, **kwargs: Any) -> asyncpg.Pool:
     """Open a pool, or stop with a message that says what to do."""
     if not dsn:
         raise ConfigError("TURNOUT_DATABASE_URL is not set (or run `turnout up` for the embedded default)")
     try:
         pool = await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=60, **kwargs
+            dsn, min_size=min_size, max_size=max_size, init=_init_connection, reset=_keep_session,
+            command_timeout=60, **kwargs
         )
     except (OSError, asyncpg.PostgresError) as exc:
         raise ConfigError(f"cannot connect to PostgreSQL at {redact(dsn)}: {exc}") from exc

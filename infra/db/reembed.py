@@ -305,9 +305,8 @@ async def expected_points(conn: asyncpg.Connection | asyncpg.Pool, run_id: str) 
 
 
 async def try_lock_run(conn: asyncpg.Connection, run_id: str) -> bool:
-    """Session advisory lock so one process finalizes a run (release with unlock_run)."""
-    return bool(await conn.fetchval("SELECT pg_try_advisory_lock(hashtext('reembed:' || $1))", run_id))
-
-
-async def unlock_run(conn: asyncpg.Connection, run_id: str) -> None:
-    await conn.execute("SELECT pg_advisory_unlock(hashtext('reembed:' || $1))", run_id)
+    """Transaction-scoped advisory lock so one process finalizes a run; released when the caller's
+    transaction ends (pooled connections carry no session state, see infra/db/pool.py)."""
+    if not conn.is_in_transaction():
+        raise RuntimeError("try_lock_run needs a transaction: the lock lasts as long as it")
+    return bool(await conn.fetchval("SELECT pg_try_advisory_xact_lock(hashtext('reembed:' || $1))", run_id))

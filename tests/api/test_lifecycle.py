@@ -61,6 +61,17 @@ class EventRecorder:
         return [kind for _, kind, _ in self.events]
 
 
+def test_long_poll_answers_with_the_finished_job(client: httpx.Client, llm: ScriptedLLM) -> None:
+    # The LLM takes a second: the job is still running when the long poll starts.
+    llm.script(Delay(1.0, ToolCall("SearchArticles", {"text": "ruby", "language": "en"})))
+    job_id = _submit(client, question="ruby news")
+    response = client.get(f"/v1/jobs/{job_id}", params={"waitS": 30}, timeout=60)
+    assert response.status_code == 200
+    doc = response.json()
+    assert doc["status"] == "succeeded" and doc["result"]["resultType"] == "SearchResult", doc
+    assert doc == client.get(f"/v1/jobs/{job_id}").json()  # the same document a plain GET returns
+
+
 def _submit(client: httpx.Client, **body: Any) -> str:
     response = client.post("/v1/questions", json=body)
     assert response.status_code == 202, response.text

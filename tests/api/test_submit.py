@@ -55,6 +55,44 @@ def test_every_job_route_needs_a_key(idle_api: ApiServer, idle_client: httpx.Cli
             _error(c.get("/v1/webhooks/dead-letters"), 401, "unauthorized")
 
 
+def test_a_revoked_key_is_refused_at_once(idle_api: ApiServer, settings: Settings) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli import keys_app
+
+    issued = issue_key(settings, "to-revoke")
+    with idle_api.client(issued.token) as client:
+        job_id = client.post("/v1/questions", json={"question": "x"}).json()["id"]
+        assert client.get(f"/v1/jobs/{job_id}").status_code == 200
+        outcome = CliRunner().invoke(keys_app, ["revoke", issued.key.id])  # the test process's database
+        assert outcome.exit_code == 0, outcome.output
+        _error(client.get(f"/v1/jobs/{job_id}"), 401, "unauthorized")
+        _error(client.post("/v1/questions", json={"question": "x"}), 401, "unauthorized")
+
+
+def test_long_poll_of_a_job_that_does_not_end_answers_after_the_wait(idle_client: httpx.Client) -> None:
+    job_id = idle_client.post("/v1/questions", json={"question": "nobody runs this"}).json()["id"]
+    response = idle_client.get(f"/v1/jobs/{job_id}", params={"waitS": 0.5})
+    assert response.status_code == 200 and response.json()["status"] == "queued"
+    # Cancelling it is its end: a waiting reader is answered with the final state.
+    assert idle_client.delete(f"/v1/jobs/{job_id}").status_code == 200
+    assert idle_client.get(f"/v1/jobs/{job_id}", params={"waitS": 10}).json()["status"] == "cancelled"
+
+
+@pytest.mark.parametrize("wait", ["-1", "31", "soon"])
+def test_long_poll_wait_out_of_range_is_a_422(idle_client: httpx.Client, wait: str) -> None:
+    job_id = idle_client.post("/v1/questions", json={"question": "x"}).json()["id"]
+    error = _error(idle_client.get(f"/v1/jobs/{job_id}", params={"waitS": wait}), 422, "invalid_request")
+    assert "waitS" in str(error["message"])
+
+
+def test_long_poll_of_another_keys_job_is_a_404(idle_api: ApiServer, idle_client: httpx.Client,
+                                                settings: Settings) -> None:
+    job_id = idle_client.post("/v1/questions", json={"question": "mine"}).json()["id"]
+    with idle_api.client(issue_key(settings, "other").token) as other:
+        _error(other.get(f"/v1/jobs/{job_id}", params={"waitS": 5}), 404, "not_found")
+
+
 def test_another_keys_job_does_not_exist(idle_api: ApiServer, idle_client: httpx.Client, settings: Settings) -> None:
     job_id = idle_client.post("/v1/questions", json={"question": "mine"}).json()["id"]
     with idle_api.client(issue_key(settings, "other").token) as other:

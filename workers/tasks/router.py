@@ -28,11 +28,13 @@ from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
 from infra.db.job_events import add_progress_event
+from infra.db.journal import Journal
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import get_settings
 from infra.status import JobStatus, Queue
 from router.errors import RoutingFailed
+from router.language import warm_up
 from router.service import RouterDeps, RouteRequest, route_question
 from workers._runtime import Runtime
 from workers.app import celery_app
@@ -85,6 +87,16 @@ def _size_job_slots(sender: Any = None, **_: Any) -> None:
                  max(1, concurrency - 1), concurrency)
 
 
+@signals.worker_init.connect
+def _warm_language_detector(sender: Any = None, **_: Any) -> None:
+    try:
+        consumed = set(sender.app.amqp.queues.consume_from or {})
+    except AttributeError:  # not a worker
+        return
+    if Queue.ROUTER.value in consumed:
+        warm_up()
+
+
 @turnout_task(Queue.ROUTER, "run_job", time_limit_s=_limit, bind=True, max_retries=None)
 def run_job(self: Task, job_id: str) -> str:
     slots = _job_slots
@@ -106,9 +118,19 @@ async def execute_job(rt: Runtime, job_id: str) -> Outcome:
     if job is None:
         log.info("job %s: not queued (final, cancelled or running elsewhere); nothing to do", job_id)
         return "skipped"
-    attempt = job.attempts
+    journal = Journal(pool)
     try:
-        result = await _route_holding_lease(rt, job, attempt)
+        return await _run_claimed(rt, job, journal)
+    finally:
+        await journal.settle()  # cache writes started alongside; they never fail the job
+
+
+async def _run_claimed(rt: Runtime, job: jobs_db.JobRow, journal: Journal) -> Outcome:
+    settings = rt.settings
+    pool = await rt.pool()
+    job_id, attempt = job.id, job.attempts
+    try:
+        result = await _route_and_record(rt, job, attempt, journal)
     except LeaseLost:
         log.warning("job %s: lease lost during attempt %d; another runner owns it", job_id, attempt)
         return "lost"
@@ -124,7 +146,6 @@ async def execute_job(rt: Runtime, job_id: str) -> Outcome:
         return await _finish_failed(
             rt, job_id, attempt, "internal_error", "the job failed on an internal error (logged); submit it again", {}
         )
-    await _cache_first_page(rt, result)
     async with pool.acquire() as conn:
         finished = await jobs_db.finish_job(
             conn, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
@@ -134,28 +155,43 @@ async def execute_job(rt: Runtime, job_id: str) -> Outcome:
     return _after_finish(rt, job_id, finished, "succeeded")
 
 
-async def _route_holding_lease(rt: Runtime, job: jobs_db.JobRow, attempt: int) -> QuestionResult:
+async def _route_and_record(rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal) -> QuestionResult:
+    """Route, then wait for the journal: its rows must precede the job's final state. An audit row
+    that could not be written fails the job like the step that wrote it would have."""
+    try:
+        result = await _route_holding_lease(rt, job, attempt, journal)
+    except BaseException:
+        try:
+            await journal.flush()
+        except Exception as exc:  # the routing error is the one to report
+            log.warning("job %s: audit rows not written: %s", job.id, exc)
+        raise
+    # The first page goes to the cache while the last rows are written (and the job finishes).
+    journal.alongside(_cache_first_page(rt, result), label="first page")
+    await journal.flush()
+    return result
+
+
+async def _route_holding_lease(rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal) -> QuestionResult:
     """route_question, with the lease renewed meanwhile; LeaseLost when renewal is refused."""
     settings = rt.settings
-    pool = await rt.pool()
     deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
     if deps is None:
         deps = await RouterDeps.from_runtime(rt)
         rt.extras["jobs.router_deps"] = deps
 
     async def on_event(kind: str, data: dict[str, Any]) -> None:
-        try:
-            async with pool.acquire() as conn:
-                await add_progress_event(conn, job.id, kind, _json_safe(data))
-        except Exception as exc:  # progress is informative; it must never fail the job
-            log.warning("job %s: could not record event %s: %s", job.id, kind, exc)
+        safe = _json_safe(data)
+        # Progress is informative: a row that cannot be written is logged, never fails the job.
+        journal.add(lambda conn: add_progress_event(conn, job.id, kind, safe), label=f"event {kind}", critical=False)
 
     request = RouteRequest(
         question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id
     )
     routing = asyncio.ensure_future(
         asyncio.wait_for(
-            route_question(deps, request, on_event=on_event), settings.limits.job_deadline_s + DEADLINE_GRACE_S
+            route_question(deps, request, on_event=on_event, journal=journal),
+            settings.limits.job_deadline_s + DEADLINE_GRACE_S,
         )
     )
     heartbeat = asyncio.ensure_future(_keep_lease(rt, job.id, attempt))

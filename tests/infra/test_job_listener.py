@@ -1,0 +1,94 @@
+"""Job event wake-ups (infra/db/job_listener.py) against the real PostgreSQL: NOTIFY per event
+row, a watch per job, `final_only`, and recovery after the listening connection is killed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from infra.db.api_keys import create_key
+from infra.db.job_events import add_progress_event
+from infra.db.job_listener import RESYNC, JobEventListener
+from infra.db.jobs import JobRow, claim_job, create_job, finish_job
+from infra.db.pool import create_pool
+from infra.status import JobStatus
+
+
+@pytest.fixture
+async def pool(fresh_dsn: str) -> AsyncIterator[asyncpg.Pool]:
+    pool = await create_pool(fresh_dsn, min_size=1, max_size=3)
+    yield pool
+    await pool.close()
+
+
+@pytest.fixture
+async def listener(fresh_dsn: str) -> AsyncIterator[JobEventListener]:
+    listener = JobEventListener(fresh_dsn)
+    await listener.start()
+    yield listener
+    await listener.close()
+
+
+async def _job(pool: asyncpg.Pool) -> JobRow:
+    async with pool.acquire() as conn:
+        key = await create_key(conn, "listener")
+        job, _ = await create_job(conn, api_key_id=key.key.id, question="q", answer_language=None, page_size=None,
+                                  webhook_url=None, idempotency_key=None, request_hash="h", lease_s=60)
+    return job
+
+
+async def test_a_watch_wakes_for_its_own_jobs_events(pool: asyncpg.Pool, listener: JobEventListener) -> None:
+    mine, other = await _job(pool), await _job(pool)
+    with listener.watch(mine.id) as every, listener.watch(mine.id, final_only=True) as end:
+        async with pool.acquire() as conn:
+            await add_progress_event(conn, other.id, "routing", {})
+            await add_progress_event(conn, mine.id, "routing", {})
+        assert await every.wait(10)
+        assert every.kinds == ["routing"]  # the other job's event woke nobody here
+        # Notifications arrive in order: `every` saw "routing", so `end` has had it too, and ignored it.
+        assert not await end.wait(0.2) and end.kinds == []
+
+        async with pool.acquire() as conn:
+            claimed = await claim_job(conn, mine.id, lease_s=60)
+            assert claimed is not None
+            await finish_job(conn, mine.id, attempt=claimed.attempts, status=JobStatus.SUCCEEDED, result=None,
+                             error=None, usage={})
+        assert await end.wait(10)
+        assert end.kinds == ["succeeded"]
+        while "succeeded" not in every.kinds:
+            assert await every.wait(10)
+        assert every.kinds == ["routing", "running", "succeeded"]
+
+
+async def test_after_its_connection_is_killed_the_listener_reconnects_and_wakes_waiters(
+    pool: asyncpg.Pool, listener: JobEventListener
+) -> None:
+    job = await _job(pool)
+    with listener.watch(job.id, final_only=True) as watch:
+        async with pool.acquire() as conn:
+            killed = await conn.fetchval(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+            )
+        assert killed == 1
+        # Woken to re-read (anything may have happened while nobody listened), once listening again.
+        assert await watch.wait(15)
+        assert watch.kinds == [RESYNC]
+        assert listener.connected
+        watch.reset()
+        async with pool.acquire() as conn:
+            claimed = await claim_job(conn, job.id, lease_s=60)
+            assert claimed is not None
+            await finish_job(conn, job.id, attempt=1, status=JobStatus.FAILED, result=None,
+                             error={"code": "x", "message": "y"}, usage={})
+        assert await watch.wait(10)
+        assert watch.kinds == ["failed"]
+
+
+async def test_start_fails_loudly_when_postgres_is_unreachable() -> None:
+    from infra.settings import ConfigError
+
+    with pytest.raises(ConfigError, match="cannot listen for job events"):
+        await JobEventListener("postgresql://nobody@127.0.0.1:1/none").start()
