@@ -102,7 +102,7 @@ def worker(
         raise typer.BadParameter(f"unknown queue(s) {sorted(unknown)}; known: {[q.value for q in Queue]}")
     from workers.app import celery_app
 
-    argv = ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "--loglevel", "INFO", "-E"]
+    argv = ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "--loglevel", "INFO"]
     if name:
         argv += ["-n", name]
     if beat:  # the schedule's state lives with the deployment's other data

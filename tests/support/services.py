@@ -103,7 +103,7 @@ class WorkerProcess:
         with self.log_path.open("wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "-Q", self.queues,
-                 "-c", str(self.concurrency), "-P", self.pool, "--loglevel", "INFO", "-E",
+                 "-c", str(self.concurrency), "-P", self.pool, "--loglevel", "INFO",
                  "--without-mingle", "--without-gossip", "-n", f"test-{time.monotonic_ns()}@%h", *beat],
                 cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
