@@ -304,10 +304,16 @@ def _with_vector(point: ChunkPoint, vector: Sequence[float]) -> ChunkPoint:
 
 
 async def _rewrite(ctx: RagContext, collection: str, localization_ids: Sequence[str], points: list[ChunkPoint]) -> None:
-    """Delete whatever an earlier (crashed) attempt left for these localizations, then write:
-    a batch run twice leaves each chunk exactly once."""
-    await asyncio.to_thread(ctx.store.delete_localizations, collection, list(localization_ids))
+    """Write the batch's chunks, then delete whatever else these localizations hold (left by an
+    earlier, crashed attempt): a batch run twice leaves each chunk exactly once. Writing first
+    matters when one batch runs twice at once (a resumed copy beside the original): delete-then-
+    write would let one copy delete the chunks the other had written, so the run could be
+    finalized, counted and switched to while chunks were missing. Ids are deterministic, so both
+    copies write the same points and neither deletes them."""
     await asyncio.to_thread(ctx.store.upsert, collection, points)
+    await asyncio.to_thread(
+        ctx.store.delete_localizations, collection, list(localization_ids), keep=[p.id for p in points]
+    )
 
 
 # ---- finishing ----

@@ -126,7 +126,8 @@ class VectorStore(Protocol):
 
     def upsert(self, name: str, points: Sequence[ChunkPoint]) -> None: ...
 
-    def delete_localizations(self, name: str, localization_ids: Sequence[str]) -> None: ...
+    def delete_localizations(self, name: str, localization_ids: Sequence[str], *, keep: Sequence[str] = ()) -> None:
+        """Delete the chunks of these localizations, except the points whose ids are in `keep`."""
 
     def chunks_of(
         self, name: str, localization_ids: Sequence[str], *, with_vectors: bool = False

@@ -116,11 +116,13 @@ class EdgeVectorStore:
             )
         )  # durable through the shard's write-ahead log; no flush per write
 
-    def delete_localizations(self, name: str, localization_ids: Sequence[str]) -> None:
+    def delete_localizations(self, name: str, localization_ids: Sequence[str], *, keep: Sequence[str] = ()) -> None:
         if not localization_ids:
             return
-        shard = self._shard(name)
-        shard.update(qe.UpdateOperation.delete_points_by_filter(_localizations_filter(localization_ids)))
+        flt = _localizations_filter(localization_ids)
+        if keep:
+            flt = qe.Filter(must=flt.must, must_not=[qe.HasIdCondition(set(keep))])
+        self._shard(name).update(qe.UpdateOperation.delete_points_by_filter(flt))
 
     def chunks_of(
         self, name: str, localization_ids: Sequence[str], *, with_vectors: bool = False

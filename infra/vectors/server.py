@@ -126,10 +126,13 @@ class ServerVectorStore:
             ]
             self._call(lambda batch=batch: self.client.upsert(name, batch, wait=True))  # type: ignore[misc]
 
-    def delete_localizations(self, name: str, localization_ids: Sequence[str]) -> None:
+    def delete_localizations(self, name: str, localization_ids: Sequence[str], *, keep: Sequence[str] = ()) -> None:
         if not localization_ids:
             return
-        selector = models.FilterSelector(filter=_localizations_filter(localization_ids))
+        flt = _localizations_filter(localization_ids)
+        if keep:
+            flt.must_not = [models.HasIdCondition(has_id=list(keep))]
+        selector = models.FilterSelector(filter=flt)
         self._call(lambda: self.client.delete(name, points_selector=selector, wait=True))
 
     def chunks_of(

@@ -3,7 +3,11 @@ carry-over, idempotent batches, resumption, validation."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import Counter
+from collections.abc import Sequence
+from contextvars import ContextVar
 
 import asyncpg
 import pytest
@@ -13,6 +17,7 @@ from infra.db import collections as versions_db
 from infra.db import reembed as runs_db
 from infra.settings import Settings
 from infra.vectors import VectorStore
+from infra.vectors.base import ChunkPoint
 from retrieval import reembed
 from retrieval.chunking import CHUNKER_VERSION, chunk_localization
 from retrieval.embeddings import LOCAL_DIMENSION, LOCAL_MODEL
@@ -155,6 +160,58 @@ async def test_a_batch_run_twice_leaves_each_chunk_once_and_counts_once(ctx: Rag
     run = await runs_db.get_run(ctx.pool, run_id)
     assert run is not None and run.status == "succeeded" and run.done == run.total
     assert_each_chunk_once(ctx.store, run.collection, expected_chunks(VISIBLE))
+
+
+async def test_a_batch_run_twice_at_once_never_leaves_the_run_short(
+    ctx: RagContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resumed copy of a batch running beside the original (a vector worker re-sends the open
+    run's batches at start). The worst interleaving, forced: the later copy starts writing only
+    after the first copy's points are in, and its upsert waits until the first copy has finished
+    the run (finalize: count, switch). The later copy must not have removed those points."""
+    run_id, batches = await create_reembed_run(ctx.pool, batch_size=3, settings=ctx.settings)
+    for no in batches[:-1]:
+        await process_batch(ctx, run_id, no)
+    copy: ContextVar[str] = ContextVar("copy")  # asyncio.to_thread carries it into the store call
+    first: list[str] = []
+    first_wrote, first_finished = threading.Event(), threading.Event()
+    lock = threading.Lock()
+    real_upsert, real_delete = ctx.store.upsert, ctx.store.delete_localizations
+
+    def is_first() -> bool:
+        with lock:
+            first[:] = first or [copy.get()]
+            return first[0] == copy.get()
+
+    def upsert(name: str, points: Sequence[ChunkPoint]) -> None:
+        if is_first():
+            real_upsert(name, points)
+            first_wrote.set()
+            return
+        assert first_wrote.wait(30) and first_finished.wait(30), "the first copy never finished"
+        real_upsert(name, points)
+
+    def delete_localizations(name: str, ids: Sequence[str], *, keep: Sequence[str] = ()) -> None:
+        if not is_first():
+            assert first_wrote.wait(30), "the first copy never wrote"
+        real_delete(name, ids, keep=keep)
+
+    monkeypatch.setattr(ctx.store, "upsert", upsert)
+    monkeypatch.setattr(ctx.store, "delete_localizations", delete_localizations)
+
+    async def run(name: str) -> None:
+        copy.set(name)
+        await process_batch(ctx, run_id, batches[-1])
+
+    copies = {asyncio.ensure_future(run(name)) for name in ("a", "b")}
+    done, still_running = await asyncio.wait(copies, return_when=asyncio.FIRST_COMPLETED)
+    first_finished.set()
+    await asyncio.gather(*done, *still_running)
+
+    run_row = await runs_db.get_run(ctx.pool, run_id)
+    assert run_row is not None and run_row.status == "succeeded", run_row.error if run_row else None
+    assert run_row.done == run_row.total
+    assert_each_chunk_once(ctx.store, run_row.collection, expected_chunks(VISIBLE))
 
 
 async def test_resume_re_enqueues_pending_batches_of_stalled_runs(

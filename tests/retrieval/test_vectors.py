@@ -119,6 +119,14 @@ def test_rewrites_replace_and_deletes_by_localization(store: VectorStore) -> Non
     assert store.chunks_of("c1", []) == []
 
 
+def test_deleting_by_localization_can_keep_given_points(store: VectorStore) -> None:
+    seed(store)
+    [kept] = [c.id for c in store.chunks_of("c1", ["in-b"]) if c.position == 0]
+    store.delete_localizations("c1", ["in-b", "decoy-0"], keep=[kept])
+    assert [(c.localization_id, c.position) for c in store.chunks_of("c1", ["in-b", "decoy-0"])] == [("in-b", 0)]
+    assert store.count("c1") == 11
+
+
 def test_collections_are_listed_and_dropped(store: VectorStore) -> None:
     store.ensure_collection("turnout_chunks_a", DIM)
     store.ensure_collection("turnout_chunks_b", DIM)
