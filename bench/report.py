@@ -14,6 +14,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 RESULTS = Path(__file__).parent / "results"
 BENCHMARKS = ["search_bench", "rag_bench", "api_bench", "load_bench"]
@@ -40,7 +41,7 @@ def machine() -> str:
 def render(results: list[dict[str, object]]) -> str:
     rows: list[tuple[str, str, str, str, str, str]] = []
     for result in results:
-        for row in result.get("rows", []):  # type: ignore[union-attr]
+        for row in cast(list[object], result.get("rows", [])):
             assert isinstance(row, dict)
             unit = row.get("unit", "")
             value, base, ratio = row.get("value"), row.get("baseline"), row.get("ratio")

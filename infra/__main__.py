@@ -1,3 +1,3 @@
-from infra.cli import main
+from infra.entry import main
 
 main()

@@ -6,6 +6,7 @@ import json
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
 from tests.support.llm_server import Garbage, HttpError, ScriptedLLM, Text, ToolCall
 
@@ -19,6 +20,7 @@ def test_tool_call_and_recording(llm: ScriptedLLM) -> None:
     c = client(llm)
     first = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.function.name == "SearchArticles"
     assert json.loads(call.function.arguments) == {"text": "docker"}
     assert first.usage is not None and first.usage.total_tokens == 140

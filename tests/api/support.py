@@ -142,13 +142,32 @@ class ReceivedHook:
         document: dict[str, Any] = json.loads(self.body)
         return document
 
+    @property
+    def job_id(self) -> str:
+        try:
+            return str(self.json().get("id", ""))
+        except ValueError:
+            return ""
+
+    @property
+    def delivery(self) -> str:
+        """The `Turnout-Delivery` id (the same on every attempt of one delivery: receivers dedupe on it)."""
+        return next((v for k, v in self.headers.items() if k.lower() == "turnout-delivery"), "")
+
+
+def _always(status: int) -> Callable[[int], tuple[int, float]]:
+    return lambda n: (status, 0.0)
+
 
 @dataclass
 class WebhookReceiver:
-    """An HTTP receiver on loopback that records every POST and answers `status` (200 by default)."""
+    """An HTTP receiver on loopback. The n-th POST for a job (0-based) gets `respond(n)` ->
+    (status, seconds to hang before answering); every POST is recorded when it arrives, before
+    any hang."""
 
-    status: int = 200
+    respond: Callable[[int], tuple[int, float]] = field(default_factory=lambda: _always(200))
     received: list[ReceivedHook] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -161,17 +180,26 @@ class WebhookReceiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = self.rfile.read(length)
-                receiver.received.append(ReceivedHook(dict(self.headers.items()), body, time.time()))
-                self.send_response(receiver.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                hook = ReceivedHook(dict(self.headers.items()), body, time.time())
+                n = len(receiver.for_job(hook.job_id))
+                receiver.received.append(hook)
+                receiver.arrived.set()
+                status, hang_s = receiver.respond(n)
+                if hang_s:
+                    time.sleep(hang_s)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                except OSError:  # the sender gave up (timeout) or died meanwhile
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -181,12 +209,15 @@ class WebhookReceiver:
             self._server.server_close()
 
     def for_job(self, job_id: str) -> list[ReceivedHook]:
-        return [h for h in list(self.received) if h.json().get("id") == job_id]
+        return [h for h in list(self.received) if h.job_id == job_id]
 
 
 @contextmanager
-def webhook_receiver(status: int = 200) -> Iterator[WebhookReceiver]:
-    receiver = WebhookReceiver(status=status).start()
+def webhook_receiver(
+    status: int = 200, *, respond: Callable[[int], tuple[int, float]] | None = None
+) -> Iterator[WebhookReceiver]:
+    """A receiver answering `status` to every POST, or `respond(n)` for the n-th POST of a job."""
+    receiver = WebhookReceiver(respond=respond or _always(status)).start()
     try:
         yield receiver
     finally:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 import redis
@@ -117,7 +118,7 @@ async def test_windows_split_by_age(writer: TaskStatsWriter, reader: aioredis.Re
     assert stats.queues[1].windows[60].completed == 0
     # Minute buckets expire on their own: memory stays bounded without a cleaner.
     keys = [k for k in writer.client.scan_iter(match=f"{scratch.redis_prefix}ops:q:*")]
-    assert keys and all(0 < writer.client.ttl(k) <= BUCKET_TTL_S for k in keys)
+    assert keys and all(0 < cast(int, writer.client.ttl(k)) <= BUCKET_TTL_S for k in keys)
 
 
 async def test_depth_keeps_the_peak_of_each_minute(writer: TaskStatsWriter, reader: aioredis.Redis,
@@ -144,7 +145,8 @@ async def test_waiting_messages_depth_and_oldest_age(reader: aioredis.Redis, scr
         app.send_task("turnout.maintenance.ping", queue="maintenance", priority=4)
     finally:
         app.close()
-    lengths = [await reader.llen(k) for k in queue_list_keys(scratch, "maintenance")]
+    # redis-py types its commands as "awaitable or value" for both clients; the reader is async.
+    lengths = [await cast(Awaitable[int], reader.llen(k)) for k in queue_list_keys(scratch, "maintenance")]
     assert sorted(lengths) == [0, 1, 1, 1]  # three lists (priorities 0, 3 and 9) hold one each
     stats = await read_stats(reader, scratch, QUEUES, now=time.time() + 30)
     maintenance = stats.queues[1]
@@ -163,7 +165,7 @@ async def test_worker_liveness(writer: TaskStatsWriter, reader: aioredis.Redis, 
     assert by_name["w1@host"].alive and not by_name["w2@host"].alive  # silent: lost, still listed
     later = await read_stats(reader, scratch, QUEUES, now=now + WORKER_FORGET_S)
     assert [w.hostname for w in later.workers] == ["w1@host"]
-    assert not await reader.hexists(f"{scratch.redis_prefix}ops:workers", "w2@host")  # pruned
+    assert not await cast(Awaitable[bool], reader.hexists(f"{scratch.redis_prefix}ops:workers", "w2@host"))  # pruned
     writer.forget_worker("w1@host")  # a graceful shutdown removes the entry at once
     assert (await read_stats(reader, scratch, QUEUES, now=now)).workers == []
 
@@ -173,7 +175,7 @@ def test_recent_failures_are_capped(writer: TaskStatsWriter, scratch: Settings) 
         writer.record_failure(queue="search", task="t", task_id=str(i), error="ValueError: x" * 100, at=time.time())
     key = f"{scratch.redis_prefix}ops:failures"
     assert writer.client.llen(key) == 50
-    assert b'"taskId": "59"' in writer.client.lindex(key, 0)  # newest first
+    assert b'"taskId": "59"' in cast(bytes, writer.client.lindex(key, 0))  # newest first
 
 
 def _run(**overrides: object) -> Run:

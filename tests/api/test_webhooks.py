@@ -140,7 +140,7 @@ async def test_delivery_rechecks_the_target(hooks: HookStack, hook_key: IssuedKe
     that does not allow them: DNS may have changed in between. Nothing is sent."""
     from workers.tasks.webhooks import deliver_once
 
-    receiver = WebhookReceiver(200).start()
+    receiver = WebhookReceiver().start()
     try:
         with hooks.api.client(hook_key.token) as c:
             submitted = c.post("/v1/questions", json={"question": "x", "webhookUrl": receiver.url})

@@ -13,7 +13,7 @@ from infra.db.api_keys import create_key
 from infra.db.audit import AuditEvent, insert_audit_events, list_audit_events
 from infra.db.job_events import add_progress_event, events_after
 from infra.db.jobs import create_job
-from infra.db.journal import Journal
+from infra.db.journal import Journal, Write
 from infra.db.pool import create_pool
 
 
@@ -36,10 +36,16 @@ async def test_rows_are_written_in_the_order_they_were_added(pool: asyncpg.Pool)
     job_id = await _job_id(pool)
     journal = Journal(pool)
     kinds = [f"step{i}" for i in range(12)]
+
+    def event(kind: str) -> Write:
+        return lambda conn: add_progress_event(conn, job_id, kind, {"k": kind})
+
+    def audit_row(kind: str) -> Write:
+        return lambda conn: insert_audit_events(conn, [AuditEvent("llm_round", job_id=job_id, tool=kind)])
+
     for kind in kinds:  # added without awaiting: the job goes on while they are written
-        journal.add(lambda conn, k=kind: add_progress_event(conn, job_id, k, {"k": k}), label=kind, critical=False)
-        journal.add(lambda conn, k=kind: insert_audit_events(conn, [AuditEvent("llm_round", job_id=job_id, tool=k)]),
-                    label=f"audit {kind}")
+        journal.add(event(kind), label=kind, critical=False)
+        journal.add(audit_row(kind), label=f"audit {kind}")
     await journal.flush()
     async with pool.acquire() as conn:
         events = await events_after(conn, job_id)

@@ -16,10 +16,8 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from infra.status import JobStatus
 from tests.api.support import (
     ApiServer,
     RedisServer,
+    WebhookReceiver,
     issue_key,
     load_articles,
     query,
@@ -111,60 +110,6 @@ class TaggedLLM:
             n = self.counts.get(tag, 0)
             self.counts[tag] = n + 1
         return self.scripts[tag](n, body)
-
-
-@dataclass
-class HookReceiver:
-    """A loopback webhook receiver: each POST gets `respond(n_for_this_job)` -> (status, hang_s).
-    Every POST is recorded when it arrives, before any hang."""
-
-    respond: Callable[[int], tuple[int, float]] = lambda n: (200, 0.0)
-    received: list[tuple[str, str, float]] = field(default_factory=list)  # (job id, delivery header, at)
-    arrived: threading.Event = field(default_factory=threading.Event)
-    _server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
-
-    def start(self) -> HookReceiver:
-        import json
-
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                job_id = json.loads(body).get("id", "")
-                n = len(receiver.for_job(job_id))
-                receiver.received.append((job_id, self.headers.get("Turnout-Delivery", ""), time.time()))
-                receiver.arrived.set()
-                status, hang_s = receiver.respond(n)
-                if hang_s:
-                    time.sleep(hang_s)
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                except OSError:  # the sender gave up (timeout) or died meanwhile
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def for_job(self, job_id: str) -> list[tuple[str, str, float]]:
-        return [r for r in list(self.received) if r[0] == job_id]
 
 
 @dataclass
@@ -261,11 +206,12 @@ def tagged(llm: ScriptedLLM) -> TaggedLLM:
 
 
 @pytest.fixture
-def hooks() -> Iterator[Callable[..., HookReceiver]]:
-    started: list[HookReceiver] = []
+def hooks() -> Iterator[Callable[..., WebhookReceiver]]:
+    """Receivers made on demand (`hooks(respond)`, see WebhookReceiver), stopped after the test."""
+    started: list[WebhookReceiver] = []
 
-    def make(respond: Callable[[int], tuple[int, float]] = lambda n: (200, 0.0)) -> HookReceiver:
-        receiver = HookReceiver(respond=respond).start()
+    def make(respond: Callable[[int], tuple[int, float]] = lambda n: (200, 0.0)) -> WebhookReceiver:
+        receiver = WebhookReceiver(respond=respond).start()
         started.append(receiver)
         return receiver
 

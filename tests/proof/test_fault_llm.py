@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.api.support import WebhookReceiver
 from tests.proof.conftest import (
     DrillStack,
-    HookReceiver,
     TaggedLLM,
     assert_final_once,
     assert_usage_matches_audit,
@@ -103,7 +103,7 @@ CASES = [
 
 
 def test_llm_faults_end_every_job_once(drill_stack: DrillStack, tagged: TaggedLLM,
-                                       hooks: Callable[..., HookReceiver]) -> None:
+                                       hooks: Callable[..., WebhookReceiver]) -> None:
     receiver = hooks()
     for case in CASES:
         tagged.on(case.tag, case.script)

@@ -21,6 +21,7 @@ from infra.settings import Settings
 from tests.api.support import (
     ApiServer,
     RedisServer,
+    WebhookReceiver,
     free_port,
     load_articles,
     query,
@@ -30,7 +31,6 @@ from tests.api.support import (
 )
 from tests.proof.conftest import (
     DRILL_ENV,
-    HookReceiver,
     TaggedLLM,
     assert_final_once,
     submit,
@@ -127,7 +127,7 @@ def test_postgres_outage(postgres: PrivatePostgres, settings: Settings, drill_re
     # The jobs accepted before the outage are inside their LLM call when PostgreSQL stops.
     tagged.on("before", lambda n, body: Delay(1.5, SEARCH_RUBY))
     tagged.on("after", lambda n, body: SEARCH_RUBY)
-    receiver: HookReceiver = hooks()
+    receiver: WebhookReceiver = hooks()
     worker = start_worker(own, "router,search,webhooks,maintenance", beat=True, env=DRILL_ENV)
     api = ApiServer(own).start()
     try:

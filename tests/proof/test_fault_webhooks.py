@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.api.support import query
+from tests.api.support import WebhookReceiver, query
 from tests.proof.conftest import (
     WEBHOOK_TIMEOUT_S,
     DrillStack,
-    HookReceiver,
     TaggedLLM,
     assert_final_once,
     submit,
@@ -34,7 +33,7 @@ def _attempts(stack: DrillStack, job_id: str) -> tuple[dict[str, Any], list[dict
 
 
 def test_hanging_and_failing_receivers(drill_stack: DrillStack, tagged: TaggedLLM,
-                                       hooks: Callable[..., HookReceiver]) -> None:
+                                       hooks: Callable[..., WebhookReceiver]) -> None:
     tagged.on("hook", lambda n, body: ToolCall("SearchArticles", {"text": "ruby", "language": "en"}))
     hangs_once = hooks(lambda n: (200, WEBHOOK_TIMEOUT_S + 2.0) if n == 0 else (200, 0.0))
     fails_always = hooks(lambda n: (500, 0.0))
@@ -55,7 +54,7 @@ def test_hanging_and_failing_receivers(drill_stack: DrillStack, tagged: TaggedLL
     assert attempts[0]["status_code"] is None and "Timeout" in attempts[0]["error"], attempts
     assert attempts[1]["status_code"] == 200 and attempts[1]["error"] is None
     assert len(hangs_once.for_job(jobs["hangs_once"])) == 2
-    assert len({h[1] for h in hangs_once.for_job(jobs["hangs_once"])}) == 1  # same Turnout-Delivery id
+    assert len({h.delivery for h in hangs_once.for_job(jobs["hangs_once"])}) == 1  # same Turnout-Delivery id
 
     # Receivers that never recover: retried with back-off, then dead-lettered once too old.
     for name, receiver, code, error in (("fails_always", fails_always, 500, "HTTP 500"),

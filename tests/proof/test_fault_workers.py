@@ -24,12 +24,11 @@ import asyncpg
 import pytest
 
 from infra.settings import Settings
-from tests.api.support import query, wait_until
+from tests.api.support import WebhookReceiver, query, wait_until
 from tests.proof.conftest import (
     FRONT,
     VECTOR,
     DrillStack,
-    HookReceiver,
     TaggedLLM,
     assert_final_once,
     submit,
@@ -75,7 +74,7 @@ def _statuses(stack: DrillStack, job_ids: list[str]) -> dict[str, str]:
 
 
 def test_front_worker_killed_with_search_and_webhook_in_flight(
-    drill_stack: DrillStack, tagged: TaggedLLM, hooks: Callable[..., HookReceiver]
+    drill_stack: DrillStack, tagged: TaggedLLM, hooks: Callable[..., WebhookReceiver]
 ) -> None:
     stack = drill_stack
     tagged.on("search-kill", lambda n, body: SEARCH_RUBY)
@@ -111,7 +110,7 @@ def test_front_worker_killed_with_search_and_webhook_in_flight(
     assert delivery["status"] == "delivered" and delivery["attempts"] == 2, delivery
     assert attempts == [{"attempt": 2, "status_code": 200}]  # the killed attempt 1 left no record
     posts = hangs_first.for_job(notifying)
-    assert len(posts) == 2 and posts[0][1] == posts[1][1] == str(delivery["id"])  # receivers dedupe by this id
+    assert len(posts) == 2 and posts[0].delivery == posts[1].delivery == str(delivery["id"])  # receivers dedupe by this id
     assert len(plain.for_job(searching)) == 1
 
 
@@ -138,7 +137,7 @@ def _ask_script(answer: Any) -> Callable[[int, dict[str, Any]], Any]:
 
 
 def test_vector_worker_killed_while_rag_waits_on_the_llm(
-    drill_stack: DrillStack, tagged: TaggedLLM, hooks: Callable[..., HookReceiver]
+    drill_stack: DrillStack, tagged: TaggedLLM, hooks: Callable[..., WebhookReceiver]
 ) -> None:
     stack = drill_stack
     tagged.on("rag-kill", _ask_script(Delay(20.0, Text("Ruby news [1]."))))

@@ -104,7 +104,7 @@ def make_deps(
         settings=settings,
         pool=pool,
         redis=redis,
-        executor=executor or InProcessExecutor(pool),  # type: ignore[arg-type]
+        executor=executor or InProcessExecutor(pool),
         engine=OpenAIEngine(settings, registry, mode=mode) if llm else None,
         registry=registry,
         rate_limiter=rate_limiter,

@@ -86,7 +86,8 @@ class Garbage:
     content_type: str = "application/json"
 
 
-Step = ToolCall | ToolCalls | Text | HttpError | Delay | Garbage
+Reply = ToolCall | ToolCalls | Text | HttpError | Garbage
+Step = Reply | Delay
 Handler = Callable[[dict[str, Any]], Step]
 
 
@@ -217,7 +218,7 @@ class ScriptedLLM:
             step = step.then
         return self._render(step, body.get("model", "scripted"))
 
-    def _render(self, step: Step, model: str) -> Response:
+    def _render(self, step: Reply, model: str) -> Response:
         if isinstance(step, HttpError):
             return JSONResponse(
                 {"error": {"message": step.message, "type": "scripted", "code": step.status}},

@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import asyncpg
 import redis
@@ -77,7 +78,7 @@ def delete_redis_prefix(prefix: str) -> int:
     client = redis.Redis.from_url(TEST_REDIS_URL)
     deleted = 0
     for key in client.scan_iter(match=f"{prefix}*", count=1000):
-        deleted += int(client.delete(key))
+        deleted += cast(int, client.delete(key))
     return deleted
 
 

@@ -48,10 +48,17 @@ async def rt(runner_dsn: str, settings: Settings) -> AsyncIterator[_runtime.Runt
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     """Messages the runner sends (instead of the broker), as (kind, argument)."""
     calls: list[tuple[str, Any]] = []
-    monkeypatch.setattr(runner, "send_run_job", lambda app, s, job_id, countdown=None: calls.append(
-        ("run_job", (job_id, countdown))) or True)
-    monkeypatch.setattr(runner, "send_webhook", lambda app, s, delivery_id, countdown=None: calls.append(
-        ("webhook", delivery_id)) or True)
+
+    def send_run_job(app: Any, s: Any, job_id: str, countdown: float | None = None) -> bool:
+        calls.append(("run_job", (job_id, countdown)))
+        return True
+
+    def send_webhook(app: Any, s: Any, delivery_id: int, countdown: float | None = None) -> bool:
+        calls.append(("webhook", delivery_id))
+        return True
+
+    monkeypatch.setattr(runner, "send_run_job", send_run_job)
+    monkeypatch.setattr(runner, "send_webhook", send_webhook)
     return calls
 
 

@@ -67,7 +67,10 @@ def _resume_now() -> None:
     try:
         sent = asyncio.run(go())
         if sent:
-            log.info("resumed interrupted re-embedding: %d message(s) re-enqueued", sent)
+            # Also a run queued just before this start is "open": its batches may be queued twice;
+            # a batch already done is skipped, so the copy costs a lookup.
+            log.info("open re-embedding runs at start: %d pending message(s) sent again "
+                     "(a batch already done is skipped)", sent)
     except Exception:  # start-up must not fail because resuming did; the sweeper retries
         log.exception("could not resume re-embedding runs at worker start")
 

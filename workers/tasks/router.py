@@ -70,6 +70,7 @@ class LeaseLost(Exception):
 # runner leaves one thread free for the other queues (and the sweeper, and webhooks) and sends
 # a job that finds no free slot back to the queue for a moment. Sized at worker start-up.
 _job_slots: threading.BoundedSemaphore | None = None
+_job_slots_sizing: list[int] = []  # [slots, threads] once sized, for the start-up log line
 SLOT_RETRY_S = (0.2, 1.0)  # jittered pause before a job without a slot is offered again
 
 
@@ -83,8 +84,14 @@ def _size_job_slots(sender: Any = None, **_: Any) -> None:
         return
     if isinstance(concurrency, int) and consumed - {Queue.ROUTER.value}:
         _job_slots = threading.BoundedSemaphore(max(1, concurrency - 1))
-        log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)",
-                 max(1, concurrency - 1), concurrency)
+        _job_slots_sizing[:] = [max(1, concurrency - 1), concurrency]
+
+
+@signals.worker_ready.connect
+def _report_job_slots(**_: Any) -> None:
+    # Said once the worker's logging is set up (at worker_init it is not, and the line was lost).
+    if _job_slots_sizing:
+        log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *_job_slots_sizing)
 
 
 @signals.worker_init.connect

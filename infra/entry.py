@@ -1,0 +1,18 @@
+"""The `turnout` console script: the CLI, with Ctrl-C quiet even while it is still importing.
+
+`infra.cli` imports every command's module (the API, the workers' settings, the embedded stack);
+a Ctrl-C during those imports would otherwise end in a traceback although nothing was started.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from infra.cli import main as cli_main
+
+        cli_main()
+    except KeyboardInterrupt:
+        sys.exit(130)  # the shell's code for "interrupted"
