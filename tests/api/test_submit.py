@@ -269,3 +269,59 @@ def test_webhook_targets_refused_at_submission(strict_api: ApiServer, settings: 
     with strict_api.client(issue_key(settings, "ssrf").token) as c:
         error = _error(c.post("/v1/questions", json={"question": "x", "webhookUrl": url}), 422, "webhook_url_refused")
         assert str(error["message"]).startswith("webhookUrl: ")
+
+
+def test_turnout_api_shuts_down_without_waiting_for_long_polls(settings: Settings) -> None:
+    """`turnout api` (the CLI's uvicorn) closes a long poll still waiting 5 s into a shutdown,
+    instead of waiting for its 30 s."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tests.api.support import free_port, settings_env, wait_until
+    from tests.support.services import REPO_ROOT
+
+    idle = stack_settings(settings, redis_prefix=settings.redis_prefix + "idle-cli:", job_lease_s=86_400.0)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "infra", "api", "--port", str(port)], cwd=REPO_ROOT,
+        env={**os.environ, **settings_env(idle)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _answers(f"{base}/v1/jobs/none"), timeout=60, what="the API")  # a 401 is an answer
+        token = issue_key(settings, "cli").token
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+            job_id = client.post("/v1/questions", json={"question": "nobody runs this"}).json()["id"]
+            outcome: list[object] = []
+
+            def long_poll() -> None:
+                try:
+                    outcome.append(client.get(f"/v1/jobs/{job_id}", params={"waitS": 30}).status_code)
+                except httpx.HTTPError as exc:  # closed by the shutdown
+                    outcome.append(exc)
+
+            poller = threading.Thread(target=long_poll)
+            poller.start()
+            time.sleep(1.0)  # the poll is waiting now
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            # uvicorn re-raises the signal once it has shut down: -SIGTERM is a clean exit here.
+            assert proc.wait(timeout=25) in (0, -signal.SIGTERM)
+            assert time.monotonic() - started < 20  # not the poll's 30 s
+            poller.join(timeout=10)
+            assert outcome, "the long poll never returned"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        query(settings, "UPDATE jobs SET status = 'cancelled' WHERE status = 'queued' AND question = 'nobody runs this'")
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code < 500
+    except httpx.HTTPError:
+        return False
