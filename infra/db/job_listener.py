@@ -110,7 +110,11 @@ class JobEventListener:
 
     async def _connect(self) -> None:
         conn = await asyncpg.connect(self._dsn)
-        await conn.add_listener(CHANNEL, self._on_notification)
+        try:
+            await conn.add_listener(CHANNEL, self._on_notification)
+        except BaseException:
+            conn.terminate()
+            raise
         conn.add_termination_listener(self._on_terminated)
         self._conn = conn
         # Events may have landed while nobody listened: let every waiter re-read.
@@ -131,10 +135,12 @@ class JobEventListener:
         self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect())
 
     async def _reconnect(self) -> None:
+        # Keeps trying for as long as the process lives: without it, streams fall back to polling.
         retrying = AsyncRetrying(
-            retry=retry_if_exception_type((OSError, asyncpg.PostgresError, asyncpg.InterfaceError)),
+            retry=retry_if_exception_type(Exception),
             wait=wait_exponential(multiplier=0.2, max=5.0),
-            before_sleep=lambda state: log.info("job event listener: reconnect attempt %d failed", state.attempt_number),
+            before_sleep=lambda state: log.info("job event listener: reconnect attempt %d failed: %s",
+                                                state.attempt_number, state.outcome.exception() if state.outcome else ""),
         )
         async for attempt in retrying:
             with attempt:
