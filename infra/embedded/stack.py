@@ -306,7 +306,7 @@ class Stack:
             "Try it:",
             f"  curl -s -X POST {url}/v1/questions -H 'Authorization: Bearer {r.admin_key}' \\",
             f"       -H 'Content-Type: application/json' -d '{question}'",
-            f"  curl -s {url}/v1/jobs/<id from the answer above> -H 'Authorization: Bearer {r.admin_key}'",
+            f"  curl -s '{url}/v1/jobs/<id from the answer above>?waitS=20' -H 'Authorization: Bearer {r.admin_key}'",
             "",
             "CLI against this stack (e.g. `turnout status`, `turnout import FILE.jsonl`, `turnout reembed`):",
             f"  source {self.data_dir / ENV_FILE}",
