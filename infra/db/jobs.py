@@ -5,7 +5,7 @@ sweeper re-enqueue racing a slow worker) still ends with one result and one webh
 - `claim_job`: queued -> running, bumping `attempts`; the attempt number is the runner's fence.
 - `finish_job` / `release_job`: only the runner holding the current attempt may write.
 - `sweep_expired`: a job whose lease ran out goes back to queued (or fails after too many tries).
-A final transition writes its event and the webhook delivery in the same transaction.
+A final transition writes its event and the webhook delivery in the same statement (`_finalizing`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any, Literal
 import asyncpg
 
 from infra.db.job_events import add_event
-from infra.db.webhooks import create_delivery
 from infra.status import JobStatus
 
 _LEASE = "now() + make_interval(secs => $2)"
@@ -157,15 +156,26 @@ async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, le
     return result.endswith(" 1")
 
 
-async def _finalize(
-    conn: asyncpg.Connection,
-    row: asyncpg.Record,
-    status: JobStatus,
-    event_data: dict[str, Any],
-) -> Finished:
-    await add_event(conn, row["id"], status.value, event_data)
-    delivery_id = await create_delivery(conn, row["id"], row["webhook_url"]) if row["webhook_url"] else None
-    return Finished(_job(row), delivery_id)
+def _finalizing(update: str, event_data: str) -> str:
+    """One statement that moves a job to a final status (`update`: an UPDATE ... RETURNING *), writes
+    its final event (data from the parameter `event_data`, e.g. "$7") and, when the job has a URL,
+    its webhook delivery: one round trip, one commit. ON CONFLICT keeps one delivery per job."""
+    return f"""
+        WITH done AS ({update}), final_event AS (
+            INSERT INTO job_events (job_id, kind, data) SELECT id, status, {event_data}::jsonb FROM done
+        ), delivery AS (
+            INSERT INTO webhook_deliveries (job_id, url) SELECT id, webhook_url FROM done WHERE webhook_url IS NOT NULL
+            ON CONFLICT (job_id) DO NOTHING
+            RETURNING id
+        )
+        SELECT done.*, (SELECT id FROM delivery) AS delivery_id FROM done
+    """  # noqa: S608 (only constant fragments from this module)
+
+
+def _finished(row: asyncpg.Record) -> Finished:
+    values = dict(row)
+    delivery_id: int | None = values.pop("delivery_id")
+    return Finished(_job_from(values), delivery_id)
 
 
 async def finish_job(
@@ -180,32 +190,21 @@ async def finish_job(
     event_data: dict[str, Any] | None = None,
 ) -> Finished | None:
     """running -> final, only for the runner holding `attempt`; None when it lost the job."""
-    # One statement: the final state, its event and the webhook delivery (when the job has a URL)
-    # in one round trip and one synchronous commit. The fenced UPDATE already keeps a job from
-    # finishing twice; ON CONFLICT keeps one delivery per job regardless.
+    # A synchronous commit (the default): the final state is what clients and webhooks are told.
+    # The fenced UPDATE keeps a job from finishing twice.
     row = await conn.fetchrow(
-        """
-        WITH done AS (
+        _finalizing(
+            """
             UPDATE jobs SET status = $3, result = $4, error = $5, usage = $6, lease_expires_at = NULL,
                             finished_at = now(), updated_at = now()
             WHERE id = $1 AND status = 'running' AND attempts = $2
             RETURNING *
-        ), final_event AS (
-            INSERT INTO job_events (job_id, kind, data) SELECT id, status, $7::jsonb FROM done
-        ), delivery AS (
-            INSERT INTO webhook_deliveries (job_id, url) SELECT id, webhook_url FROM done WHERE webhook_url IS NOT NULL
-            ON CONFLICT (job_id) DO NOTHING
-            RETURNING id
-        )
-        SELECT done.*, (SELECT id FROM delivery) AS delivery_id FROM done
-        """,
+            """,
+            "$7",
+        ),
         job_id, attempt, status.value, result, error, usage, event_data if event_data is not None else {"error": error},
     )
-    if row is None:
-        return None
-    values = dict(row)
-    delivery_id: int | None = values.pop("delivery_id")
-    return Finished(_job_from(values), delivery_id)
+    return _finished(row) if row is not None else None
 
 
 async def release_job(
@@ -234,17 +233,19 @@ CancelOutcome = Literal["cancelled", "not_found"] | JobStatus
 async def cancel_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str) -> tuple[CancelOutcome, Finished | None]:
     """queued -> cancelled. Returns ("cancelled", finished), ("not_found", None), or the job's
     current status when it can no longer be cancelled."""
-    async with conn.transaction():
-        row = await conn.fetchrow(
+    row = await conn.fetchrow(
+        _finalizing(
             """
             UPDATE jobs SET status = 'cancelled', lease_expires_at = NULL, finished_at = now(), updated_at = now()
             WHERE id = $1 AND api_key_id = $2 AND status = 'queued'
             RETURNING *
             """,
-            job_id, api_key_id,
-        )
-        if row is not None:
-            return "cancelled", await _finalize(conn, row, JobStatus.CANCELLED, {})
+            "$3",
+        ),
+        job_id, api_key_id, {},
+    )
+    if row is not None:
+        return "cancelled", _finished(row)
     current = await get_job(conn, job_id, api_key_id=api_key_id)
     return ("not_found", None) if current is None else (current.status, None)
 
@@ -280,14 +281,17 @@ async def sweep_expired(
                     "message": f"the worker running this job stopped {job['attempts']} times; giving up",
                 }
                 row = await conn.fetchrow(
-                    """
-                    UPDATE jobs SET status = 'failed', error = $2, lease_expires_at = NULL,
-                                    finished_at = now(), updated_at = now()
-                    WHERE id = $1 RETURNING *
-                    """,
-                    job["id"], error,
+                    _finalizing(
+                        """
+                        UPDATE jobs SET status = 'failed', error = $2, lease_expires_at = NULL,
+                                        finished_at = now(), updated_at = now()
+                        WHERE id = $1 RETURNING *
+                        """,
+                        "$3",
+                    ),
+                    job["id"], error, {"error": error},
                 )
-                failed.append(await _finalize(conn, row, JobStatus.FAILED, {"error": error}))
+                failed.append(_finished(row))
                 continue
             await conn.execute(
                 f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now() "  # noqa: S608

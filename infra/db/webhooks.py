@@ -52,15 +52,6 @@ def _delivery(row: asyncpg.Record) -> Delivery:
     )
 
 
-async def create_delivery(conn: asyncpg.Connection, job_id: str, url: str) -> int | None:
-    """The job's one delivery; None when it already exists (a job finished twice never notifies twice)."""
-    delivery_id: int | None = await conn.fetchval(
-        "INSERT INTO webhook_deliveries (job_id, url) VALUES ($1, $2) ON CONFLICT (job_id) DO NOTHING RETURNING id",
-        job_id, url,
-    )
-    return delivery_id
-
-
 async def claim_delivery(conn: asyncpg.Connection, delivery_id: int, *, hold_s: float) -> Delivery | None:
     """Take the next attempt of a due, pending delivery; None when it is not due, done or held.
 
