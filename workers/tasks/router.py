@@ -70,38 +70,33 @@ class LeaseLost(Exception):
 # runner leaves one thread free for the other queues (and the sweeper, and webhooks) and sends
 # a job that finds no free slot back to the queue for a moment. Sized at worker start-up.
 _job_slots: threading.BoundedSemaphore | None = None
-_job_slots_sizing: list[int] = []  # [slots, threads] once sized, for the start-up log line
+_job_slots_sizing: tuple[int, int] | None = None  # (slots, threads) once sized, for the start-up log
 SLOT_RETRY_S = (0.2, 1.0)  # jittered pause before a job without a slot is offered again
 
 
 @signals.worker_init.connect
-def _size_job_slots(sender: Any = None, **_: Any) -> None:
-    global _job_slots
-    concurrency = getattr(sender, "concurrency", None)
+def _prepare_job_runner(sender: Any = None, **_: Any) -> None:
+    """Size the job slots of a worker that consumes other queues too; build the language
+    detector before the first question of a worker that runs jobs."""
+    global _job_slots, _job_slots_sizing
     try:
         consumed = set(sender.app.amqp.queues.consume_from or {})
-    except AttributeError:  # not a worker (nothing to size)
+    except AttributeError:  # not a worker
         return
+    if Queue.ROUTER.value not in consumed:
+        return
+    concurrency = getattr(sender, "concurrency", None)
     if isinstance(concurrency, int) and consumed - {Queue.ROUTER.value}:
         _job_slots = threading.BoundedSemaphore(max(1, concurrency - 1))
-        _job_slots_sizing[:] = [max(1, concurrency - 1), concurrency]
+        _job_slots_sizing = (max(1, concurrency - 1), concurrency)
+    warm_up()
 
 
 @signals.worker_ready.connect
 def _report_job_slots(**_: Any) -> None:
     # Said once the worker's logging is set up (at worker_init it is not, and the line was lost).
-    if _job_slots_sizing:
+    if _job_slots_sizing is not None:
         log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *_job_slots_sizing)
-
-
-@signals.worker_init.connect
-def _warm_language_detector(sender: Any = None, **_: Any) -> None:
-    try:
-        consumed = set(sender.app.amqp.queues.consume_from or {})
-    except AttributeError:  # not a worker
-        return
-    if Queue.ROUTER.value in consumed:
-        warm_up()
 
 
 @turnout_task(Queue.ROUTER, "run_job", time_limit_s=_limit, bind=True, max_retries=None)
