@@ -8,19 +8,11 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from infra.db.api_keys import create_key
 from infra.db.job_events import add_progress_event
 from infra.db.job_listener import RESYNC, JobEventListener
-from infra.db.jobs import JobRow, claim_job, create_job, finish_job
-from infra.db.pool import create_pool
+from infra.db.jobs import claim_job, finish_job
 from infra.status import JobStatus
-
-
-@pytest.fixture
-async def pool(fresh_dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await create_pool(fresh_dsn, min_size=1, max_size=3)
-    yield pool
-    await pool.close()
+from tests.infra.conftest import queued_job
 
 
 @pytest.fixture
@@ -31,16 +23,8 @@ async def listener(fresh_dsn: str) -> AsyncIterator[JobEventListener]:
     await listener.close()
 
 
-async def _job(pool: asyncpg.Pool) -> JobRow:
-    async with pool.acquire() as conn:
-        key = await create_key(conn, "listener")
-        job, _ = await create_job(conn, api_key_id=key.key.id, question="q", answer_language=None, page_size=None,
-                                  webhook_url=None, idempotency_key=None, request_hash="h", lease_s=60)
-    return job
-
-
 async def test_a_watch_wakes_for_its_own_jobs_events(pool: asyncpg.Pool, listener: JobEventListener) -> None:
-    mine, other = await _job(pool), await _job(pool)
+    mine, other = await queued_job(pool), await queued_job(pool)
     with listener.watch(mine.id) as every, listener.watch(mine.id, final_only=True) as end:
         async with pool.acquire() as conn:
             await add_progress_event(conn, other.id, "routing", {})
@@ -65,7 +49,7 @@ async def test_a_watch_wakes_for_its_own_jobs_events(pool: asyncpg.Pool, listene
 async def test_after_its_connection_is_killed_the_listener_reconnects_and_wakes_waiters(
     pool: asyncpg.Pool, listener: JobEventListener
 ) -> None:
-    job = await _job(pool)
+    job = await queued_job(pool)
     with listener.watch(job.id, final_only=True) as watch:
         async with pool.acquire() as conn:
             killed = await conn.fetchval(

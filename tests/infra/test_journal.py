@@ -4,36 +4,18 @@ were added, a failed audit row reported at flush, cache writes alongside that ne
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
-from infra.db.api_keys import create_key
 from infra.db.audit import AuditEvent, insert_audit_events, list_audit_events
 from infra.db.job_events import add_progress_event, events_after
-from infra.db.jobs import create_job
 from infra.db.journal import Journal, Write
-from infra.db.pool import create_pool
-
-
-@pytest.fixture
-async def pool(fresh_dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    pool = await create_pool(fresh_dsn, min_size=1, max_size=3)
-    yield pool
-    await pool.close()
-
-
-async def _job_id(pool: asyncpg.Pool) -> str:
-    async with pool.acquire() as conn:
-        key = await create_key(conn, "journal")
-        job, _ = await create_job(conn, api_key_id=key.key.id, question="q", answer_language=None, page_size=None,
-                                  webhook_url=None, idempotency_key=None, request_hash="h", lease_s=60)
-    return job.id
+from tests.infra.conftest import queued_job
 
 
 async def test_rows_are_written_in_the_order_they_were_added(pool: asyncpg.Pool) -> None:
-    job_id = await _job_id(pool)
+    job_id = (await queued_job(pool)).id
     journal = Journal(pool)
     kinds = [f"step{i}" for i in range(12)]
 
@@ -57,7 +39,7 @@ async def test_rows_are_written_in_the_order_they_were_added(pool: asyncpg.Pool)
 async def test_a_failed_audit_row_fails_flush_and_later_rows_are_still_written(
     pool: asyncpg.Pool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    job_id = await _job_id(pool)
+    job_id = (await queued_job(pool)).id
     journal = Journal(pool)
     orphan = AuditEvent("llm_round", job_id="job_that_does_not_exist")  # violates the jobs foreign key
     journal.add(lambda conn: insert_audit_events(conn, [orphan]), label="audit row llm_round")
