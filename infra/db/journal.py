@@ -4,7 +4,8 @@ A job runner records a row and goes on at once (to the LLM, to a queued tool) wh
 written in the background; the rows are written in the order they were added, on one pooled
 connection per burst. `flush()` waits for every row before the job's final state is written, so
 the final event is still the last one and an audit trail is complete when the job ends.
-Cache writes the result does not depend on run `alongside()`; `settle()` waits for them.
+Cache writes run `alongside()` the rows; `flush()` waits for them too, so everything the job
+writes has landed when its final status is visible (a reader may ask for its cached page at once).
 
 Durability is what the rows had before (each is committed without waiting for the WAL flush, see
 infra/db/audit.py): a crash can lose the last rows of a job that was still running.
@@ -48,26 +49,24 @@ class Journal:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
-    async def flush(self) -> None:
-        """Wait until every queued write has run; raise the first failure of a critical one."""
-        while self._task is not None and not self._task.done():
-            await asyncio.shield(self._task)
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-
     def alongside(self, work: Awaitable[object], *, label: str) -> None:
-        """Run `work` concurrently (a cache write: an optimisation); `settle()` waits for it and
+        """Run `work` concurrently (a cache write: an optimisation); `flush()` waits for it and
         logs a failure instead of raising it."""
         self._alongside[asyncio.ensure_future(work)] = label
 
-    async def settle(self) -> None:
-        """Wait for the work started `alongside`."""
+    async def flush(self) -> None:
+        """Wait until every queued write and all work started alongside have run; raise the first
+        failure of a critical write."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
         tasks, self._alongside = self._alongside, {}
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-        for (_, label), outcome in zip(tasks.items(), outcomes, strict=True):
+        for label, outcome in zip(tasks.values(), outcomes, strict=True):
             if isinstance(outcome, BaseException):
-                log.warning("could not write %s: %s: %s", label, type(outcome).__name__, outcome)
+                _log_failure(label, outcome)
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
     async def _drain(self) -> None:
         # Rows added while the connection is being released are picked up by the outer loop: there
@@ -89,4 +88,8 @@ class Journal:
         if entry.critical and self._error is None:
             self._error = exc
         else:
-            log.warning("could not write %s: %s: %s", entry.label, type(exc).__name__, exc)
+            _log_failure(entry.label, exc)
+
+
+def _log_failure(label: str, exc: BaseException) -> None:
+    log.warning("could not write %s: %s: %s", label, type(exc).__name__, exc)

@@ -54,7 +54,7 @@ async def test_a_failed_audit_row_fails_flush_and_later_rows_are_still_written(
     await journal.flush()  # reported once
 
 
-async def test_work_alongside_is_awaited_by_settle_and_its_failure_only_logged(
+async def test_work_alongside_is_awaited_by_flush_and_its_failure_only_logged(
     pool: asyncpg.Pool, caplog: pytest.LogCaptureFixture
 ) -> None:
     journal = Journal(pool)
@@ -69,6 +69,6 @@ async def test_work_alongside_is_awaited_by_settle_and_its_failure_only_logged(
     journal.alongside(cache_write(), label="first page")
     journal.alongside(broken_cache(), label="decision cache")
     with caplog.at_level(logging.WARNING, logger="turnout.jobs"):
-        await journal.settle()
+        await journal.flush()
     assert done == ["page"]
     assert "could not write decision cache: ConnectionError: redis is down" in caplog.text

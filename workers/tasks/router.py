@@ -120,19 +120,9 @@ async def execute_job(rt: Runtime, job_id: str) -> Outcome:
     if job is None:
         log.info("job %s: not queued (final, cancelled or running elsewhere); nothing to do", job_id)
         return "skipped"
-    journal = Journal(pool)
+    attempt = job.attempts
     try:
-        return await _run_claimed(rt, job, journal)
-    finally:
-        await journal.settle()  # cache writes started alongside; they never fail the job
-
-
-async def _run_claimed(rt: Runtime, job: jobs_db.JobRow, journal: Journal) -> Outcome:
-    settings = rt.settings
-    pool = await rt.pool()
-    job_id, attempt = job.id, job.attempts
-    try:
-        result = await _route_and_record(rt, job, attempt, journal)
+        result = await _route_and_record(rt, job, attempt, Journal(pool))
     except LeaseLost:
         log.warning("job %s: lease lost during attempt %d; another runner owns it", job_id, attempt)
         return "lost"
@@ -158,8 +148,9 @@ async def _run_claimed(rt: Runtime, job: jobs_db.JobRow, journal: Journal) -> Ou
 
 
 async def _route_and_record(rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal) -> QuestionResult:
-    """Route, then wait for the journal: its rows must precede the job's final state. An audit row
-    that could not be written fails the job like the step that wrote it would have."""
+    """Route, then wait for the journal: its rows and cache writes must precede the job's final
+    state. An audit row that could not be written fails the job like the step that wrote it would
+    have; a cache write that failed is only logged."""
     try:
         result = await _route_holding_lease(rt, job, attempt, journal)
     except BaseException:
@@ -168,7 +159,8 @@ async def _route_and_record(rt: Runtime, job: jobs_db.JobRow, attempt: int, jour
         except Exception as exc:  # the routing error is the one to report
             log.warning("job %s: audit rows not written: %s", job.id, exc)
         raise
-    # The first page goes to the cache while the last rows are written (and the job finishes).
+    # The first page goes to the cache while the last rows are written; both before the final
+    # status, so a reader told "succeeded" finds page 1 cached.
     journal.alongside(_cache_first_page(rt, result), label="first page")
     await journal.flush()
     return result
