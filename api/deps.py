@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.errors import ApiError
 from api.state import AppState
-from infra.db.api_keys import ApiKey, verify_token
+from infra.db.api_keys import ApiKey
 from infra.db.job_listener import JobEventListener
 from infra.settings import Settings
 
@@ -44,14 +44,13 @@ _bearer = HTTPBearer(auto_error=False, description="An API key from `turnout key
 
 
 async def current_key(
-    pool: Annotated[asyncpg.Pool, Depends(get_pool)],
+    state: Annotated[AppState, Depends(get_state)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> ApiKey:
     if credentials is None:
         raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'",
                        headers={"WWW-Authenticate": "Bearer"})
-    async with pool.acquire() as conn:
-        key = await verify_token(conn, credentials.credentials)
+    key = await state.api_keys.verify(state.pool, credentials.credentials)
     if key is None:
         raise ApiError(401, "unauthorized", "unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
     return key

@@ -12,6 +12,7 @@ from api.middleware import install_request_limits
 from api.routes import ROUTERS
 from api.state import AppState
 from infra.db.job_listener import JobEventListener
+from infra.db.key_cache import ApiKeyCache
 from infra.db.pool import create_pool
 from infra.redis import create_async_redis
 from infra.settings import Settings, get_settings
@@ -25,13 +26,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool = await create_pool(settings.database_url, min_size=1, max_size=10)
         job_events = JobEventListener(settings.database_url)
+        api_keys = ApiKeyCache(job_events)  # listens on the same connection
         try:
             await job_events.start()
         except BaseException:
             await pool.close()
             raise
         redis = create_async_redis(settings)
-        app.state.turnout = AppState(settings=settings, pool=pool, redis=redis, job_events=job_events)
+        app.state.turnout = AppState(
+            settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys
+        )
         try:
             yield
         finally:

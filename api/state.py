@@ -8,6 +8,7 @@ import asyncpg
 import redis.asyncio as aioredis
 
 from infra.db.job_listener import JobEventListener
+from infra.db.key_cache import ApiKeyCache
 from infra.settings import Settings
 
 
@@ -17,3 +18,4 @@ class AppState:
     pool: asyncpg.Pool
     redis: aioredis.Redis
     job_events: JobEventListener
+    api_keys: ApiKeyCache

@@ -57,12 +57,22 @@ def _llm() -> tuple[openai.OpenAI, dict[str, Any]]:
     return client, request
 
 
-@celery_app.task(name="bench.relay", queue=Queue.ROUTER.value, ignore_result=False, acks_late=True)
+RELAY_TASK = "bench.relay"
+RELAY_LLM_TASK = "bench.relay_llm"
+
+
+def send_relay(task: str, search: dict[str, Any]) -> dict[str, Any]:
+    """One raw round trip from a client: send `task` to the router queue, wait for its reply."""
+    page: dict[str, Any] = celery_app.send_task(task, args=[search], queue=Queue.ROUTER.value).get(timeout=30)
+    return page
+
+
+@celery_app.task(name=RELAY_TASK, queue=Queue.ROUTER.value, ignore_result=False, acks_late=True)
 def relay(search: dict[str, Any]) -> dict[str, Any]:
     return _search(search)
 
 
-@celery_app.task(name="bench.relay_llm", queue=Queue.ROUTER.value, ignore_result=False, acks_late=True)
+@celery_app.task(name=RELAY_LLM_TASK, queue=Queue.ROUTER.value, ignore_result=False, acks_late=True)
 def relay_llm(search: dict[str, Any]) -> dict[str, Any]:
     client, request = _llm()
     completion = client.chat.completions.create(**request)

@@ -121,8 +121,9 @@ def api(
 
     settings = get_settings()
     settings.require_services()
-    # Long polls (`?waitS=`, up to 30 s) and event streams would otherwise hold a shutdown until
-    # they end; after 5 s they are closed (clients poll again, streams resume with Last-Event-ID).
+    # Long polls (`?waitS=`, `Prefer: wait`; up to 30 s) and event streams would otherwise hold a
+    # shutdown until they end; after 5 s they are closed (clients poll again, streams resume with
+    # Last-Event-ID).
     uvicorn.run("api.main:create_app", factory=True, host=host or settings.api_host, port=port or settings.api_port,
                 timeout_graceful_shutdown=5)
 

@@ -26,7 +26,7 @@ class AuditTrail:
         event = AuditEvent(kind=kind, job_id=self.job_id, **values)
         self.events.append(event)
         if self.journal is not None:
-            self.journal.add(lambda conn: insert_audit_events(conn, [event]), label=f"audit row {kind}")
+            self.journal.audit(event)
         elif self.pool is not None:
             await insert_audit_events(self.pool, [event])
         return event

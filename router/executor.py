@@ -9,19 +9,23 @@ result backend's pub/sub message, not polled). `InProcessExecutor` calls the ser
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import asyncpg
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeoutError
+from celery.result import AsyncResult
 
 from infra.results import ArticlesPage, Language, NormalizedSearch
 from infra.status import Queue
 
 if TYPE_CHECKING:
     from retrieval.rag import RagContext, RagOutcome
+
+log = logging.getLogger("turnout.jobs")
 
 SEARCH_TASK = "turnout.search.search"
 RAG_TASK = "turnout.rag.answer"
@@ -96,39 +100,75 @@ class QueueExecutor:
         remaining = _remaining(deadline)
         if remaining <= 0:
             raise TimeoutError(f"no time left before the job's deadline to run {task}")
-        return await asyncio.to_thread(self._send_and_wait, task, queue, payload, remaining)
+        loop = asyncio.get_running_loop()
+        reply: asyncio.Future[Any] = loop.create_future()
 
-    def _send_and_wait(self, task: str, queue: Queue, payload: dict[str, Any], remaining: float) -> Any:
+        def hand_over(outcome: Any, failed: bool) -> None:
+            if not reply.done():
+                (reply.set_exception if failed else reply.set_result)(outcome)
+
+        def on_reply(outcome: Any, failed: bool = False) -> None:
+            loop.call_soon_threadsafe(hand_over, outcome, failed)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(self._send_and_wait, task, queue, payload, remaining, on_reply))
+        try:
+            return await reply
+        finally:
+            if reply.done():  # the thread goes on to remove the stored result, off the job's path
+                worker.add_done_callback(_log_cleanup_failure)
+            else:  # cancelled: the thread ends at the reply or the deadline, nobody waits for it
+                worker.cancel()
+
+    def _send_and_wait(
+        self, task: str, queue: Queue, payload: dict[str, Any], remaining: float, on_reply: Callable[..., None]
+    ) -> None:
         """Send and wait in one thread: Celery's result backend (and its pub/sub consumer) belongs
         to the thread that sent. `get()` subscribes to the result's channel, reads the stored state
         once (a reply that came first is not missed) and wakes on the backend's publish, so the
-        reply costs no polling delay (measured: bench/api_bench.py). A cancelled job leaves this
-        thread waiting until the reply or the deadline; the event loop is not held."""
+        reply costs no polling delay (measured: bench/api_bench.py). The reply (or the error) goes
+        to `on_reply` at once; the stored result is removed after that, off the job's path. A
+        cancelled job leaves this thread waiting until the reply or the deadline; the event loop is
+        not held."""
         give_up = time.monotonic() + remaining
-        # A message nobody picked up before the deadline must not run later for nothing.
-        result = self.app.send_task(task, args=[payload], queue=queue.value, expires=remaining)
         try:
-            while True:
-                wait_s = min(_WAKE_CHECK_S, give_up - time.monotonic())
-                if wait_s <= 0:
-                    raise TimeoutError(f"{task} did not finish before the job's deadline")
-                try:
-                    # Inside a worker task Celery forbids a blocking get() unless told the wait is
-                    # intended. propagate=False: the task's own exception comes back as the value, so
-                    # it can be told apart from a broker/backend failure (raised here: the job runner
-                    # retries those).
-                    value = result.get(timeout=wait_s, propagate=False, disable_sync_subtasks=False)
-                    break
-                except CeleryTimeoutError:
-                    # A publish lost while the pub/sub connection was re-established (Redis restart)
-                    # never comes; the next get() reads the stored state first.
-                    continue
-            if not result.successful():
-                cause = value if isinstance(value, BaseException) else None
-                raise ToolExecutionError(f"{task} failed: {type(value).__name__}: {value}") from cause
-            return value
+            # A message nobody picked up before the deadline must not run later for nothing.
+            result = self.app.send_task(task, args=[payload], queue=queue.value, expires=remaining)
+        except Exception as exc:
+            on_reply(exc, failed=True)
+            return
+        try:
+            on_reply(self._reply(task, result, give_up))
+        except Exception as exc:
+            on_reply(exc, failed=True)
         finally:
             result.forget()
+
+    @staticmethod
+    def _reply(task: str, result: AsyncResult[Any], give_up: float) -> Any:
+        while True:
+            wait_s = min(_WAKE_CHECK_S, give_up - time.monotonic())
+            if wait_s <= 0:
+                raise TimeoutError(f"{task} did not finish before the job's deadline")
+            try:
+                # Inside a worker task Celery forbids a blocking get() unless told the wait is
+                # intended. propagate=False: the task's own exception comes back as the value, so
+                # it can be told apart from a broker/backend failure (raised here: the job runner
+                # retries those).
+                value = result.get(timeout=wait_s, propagate=False, disable_sync_subtasks=False)
+                break
+            except CeleryTimeoutError:
+                # A publish lost while the pub/sub connection was re-established (Redis restart)
+                # never comes; the next get() reads the stored state first.
+                continue
+        if not result.successful():
+            cause = value if isinstance(value, BaseException) else None
+            raise ToolExecutionError(f"{task} failed: {type(value).__name__}: {value}") from cause
+        return value
+
+
+def _log_cleanup_failure(worker: asyncio.Future[None]) -> None:
+    if not worker.cancelled() and worker.exception() is not None:
+        log.warning("could not remove a tool's stored result: %s", worker.exception())
 
 
 class InProcessExecutor:

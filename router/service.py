@@ -15,6 +15,7 @@ the same normalized question today -> no LLM call (`routedBy: "cache"`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -50,6 +51,7 @@ __all__ = [
 
 _LANGUAGES: tuple[str, ...] = get_args(Language)
 EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+Gate = Callable[[], Awaitable[None]]
 
 _REFUSAL: dict[Language, str] = {
     "en": "Turnout answers questions about its articles. This message is not one, so nothing was searched.",
@@ -120,11 +122,17 @@ class RoutingDecision:
 
 
 async def route_question(
-    deps: RouterDeps, req: RouteRequest, *, on_event: EventSink | None = None, journal: Journal | None = None
+    deps: RouterDeps,
+    req: RouteRequest,
+    *,
+    on_event: EventSink | None = None,
+    journal: Journal | None = None,
+    before_tool: Gate | None = None,
 ) -> QuestionResult:
     """Route and execute. With a `journal`, audit rows are written through it (in the background,
-    in order; the caller flushes it), otherwise each as it happens."""
-    result = await _Run(deps, req, on_event, journal).route()
+    in order; the caller flushes it), otherwise each as it happens. `before_tool` is awaited
+    before any tool runs (the job runner's claim: it may raise to stop the routing)."""
+    result = await _Run(deps, req, on_event, journal, before_tool).route()
     assert isinstance(result, QuestionResult)
     return result
 
@@ -165,11 +173,17 @@ class _Run:
     """One routing job: its budget, audit trail, gateway and conversation."""
 
     def __init__(
-        self, deps: RouterDeps, req: RouteRequest, on_event: EventSink | None, journal: Journal | None = None
+        self,
+        deps: RouterDeps,
+        req: RouteRequest,
+        on_event: EventSink | None,
+        journal: Journal | None = None,
+        before_tool: Gate | None = None,
     ) -> None:
         self.deps = deps
         self.req = req
         self.on_event = on_event
+        self.before_tool = before_tool
         self.settings = deps.settings
         self.today = req.today or datetime.now(UTC).date()
         self.question = " ".join(req.question.split())
@@ -186,6 +200,8 @@ class _Run:
             DecisionCache(deps.redis, self.settings) if deps.redis is not None and deps.use_decision_cache else None
         )
         self.last_result: QuestionResult | None = None
+        # The first LLM call's rate-limit permit, asked for while the decision cache is read.
+        self._first_permit: asyncio.Task[None] | None = None
 
     async def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -195,7 +211,10 @@ class _Run:
     async def route(self, *, dry_run: bool = False) -> QuestionResult | ValidatedCall:
         await self.emit("routing", {"llm": self.deps.engine is not None})
         try:
-            return await self._route(dry_run)
+            outcome = await self._route(dry_run)
+            if self.journal is not None:
+                self.journal.hold()  # no await since the last rows: they go with the job's final state
+            return outcome
         except RateLimitDeadline as exc:
             await self._fail(LIMIT_DEADLINE, str(exc))
         except TimeoutError as exc:  # a tool execution ran into the job's deadline
@@ -203,6 +222,11 @@ class _Run:
         except RoutingFailed as exc:
             await self.audit.record("limit", round=self.budget.rounds or None, outcome=exc.code, error=exc.message)
             raise
+        finally:
+            permit, self._first_permit = self._first_permit, None
+            if permit is not None:  # unused (a cache hit, a failure): a permit taken stays spent
+                permit.cancel()
+                permit.add_done_callback(_ignore_outcome)
 
     async def _fail(self, code: str, message: str) -> NoReturn:
         await self.audit.record("limit", round=self.budget.rounds or None, outcome=code, error=message)
@@ -215,6 +239,10 @@ class _Run:
         if engine is None:
             return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)")
         if self.cache is not None and not dry_run:
+            # Most questions miss the cache: the first call's permit is asked for meanwhile. On a hit
+            # it stays spent, which errs on the safe side (fewer calls than the limit, never more).
+            if self.deps.rate_limiter is not None:
+                self._first_permit = asyncio.ensure_future(self._wait_for_rate_limit(self._first_call_tokens(engine)))
             cached = await self.cache.get(self.question, self.today)
             if cached is not None:
                 from_cache = await self._from_cache(cached)
@@ -230,11 +258,19 @@ class _Run:
             return await self._fallback(f"the LLM failed: {exc}")
 
     # ---- the LLM loop ----
-    async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
-        turns = [
+    def _first_turns(self, engine: Engine) -> list[Turn]:
+        return [
             Turn("system", system_prompt(self.today, engine.mode, self.deps.registry)),
             Turn("user", self.question),
         ]
+
+    def _first_call_tokens(self, engine: Engine) -> int:
+        """What the first call will reserve (as `engine.complete` computes it)."""
+        estimate = engine.estimate_input_tokens(self._first_turns(engine))
+        return estimate + self.budget.output_room(estimate)
+
+    async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
+        turns = self._first_turns(engine)
         corrected = False
         while True:
             round_no = self.budget.start_round()
@@ -245,7 +281,7 @@ class _Run:
                     turns=turns,
                     max_output_tokens=self.budget.output_room(estimate),
                     deadline=self.budget.deadline,
-                    before_attempt=self._wait_for_rate_limit,
+                    before_attempt=self._before_llm_call,
                 )
             )
             self.budget.add_llm_call(response.input_tokens, response.output_tokens)
@@ -316,6 +352,8 @@ class _Run:
         return None
 
     async def _execute(self, call: ValidatedCall, round_no: int | None) -> QuestionResult:
+        if self.before_tool is not None:
+            await self.before_tool()
         self.budget.start_execution()
         self.budget.check_deadline(f"about to run {call.tool}")
         await self.emit("tool_started", {"tool": call.tool, "arguments": call.normalized_arguments()})
@@ -323,6 +361,13 @@ class _Run:
         self.budget.add_usage(result.usage)
         await self.emit("tool_finished", {"tool": call.tool, "status": result.status.value})
         return result
+
+    async def _before_llm_call(self, tokens: int) -> None:
+        permit, self._first_permit = self._first_permit, None
+        if permit is not None:
+            await permit  # asked for the same tokens while the cache was read
+        else:
+            await self._wait_for_rate_limit(tokens)
 
     async def _wait_for_rate_limit(self, tokens: int) -> None:
         limiter = self.deps.rate_limiter
@@ -389,3 +434,8 @@ class _Run:
             routed_by=routed_by,  # type: ignore[arg-type]
             usage=self.budget.usage.model_copy(),
         )
+
+
+def _ignore_outcome(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a refusal for a call that was never made is no error

@@ -7,6 +7,7 @@ sends the message again if this one is lost (broker down, Redis restarted).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import Celery
 
@@ -24,10 +25,16 @@ SWEEP = f"turnout.{Queue.MAINTENANCE.value}.sweep"
 IGNORE_RESULT = True
 
 
-def send_run_job(app: Celery, settings: Settings, job_id: str, *, countdown: float | None = None) -> bool:
+def send_run_job(
+    app: Celery, settings: Settings, job_id: str, *, countdown: float | None = None,
+    submitted: dict[str, Any] | None = None,
+) -> bool:
+    """`submitted`: the question as stored with the job ({question, answerLanguage, pageSize}), so
+    the runner can start routing while it claims the job; without it the runner reads it first."""
     try:
         app.send_task(
-            RUN_JOB, args=[job_id], queue=Queue.ROUTER.value, countdown=countdown,
+            RUN_JOB, args=[job_id], kwargs={"submitted": submitted} if submitted else None,
+            queue=Queue.ROUTER.value, countdown=countdown,
             expires=settings.task_expires_s + (countdown or 0), ignore_result=IGNORE_RESULT,
         )
     except Exception as exc:  # the broker's errors vary by transport; the sweeper retries

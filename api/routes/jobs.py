@@ -12,6 +12,7 @@ from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
 from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep
 from api.errors import ApiError
+from api.long_poll import WAIT_MAX_S, until_final
 from api.routes.questions import get_producer
 from api.schemas import JobDocument, PageDocument, error_responses
 from infra.db import jobs as jobs_db
@@ -25,7 +26,6 @@ from workers.dispatch import send_webhook
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 JobId = Annotated[str, Path(min_length=1, max_length=64, description="The id returned by POST /v1/questions")]
-WAIT_MAX_S = 30.0  # a long poll's longest wait; below common proxy and client idle timeouts
 SSE_PING_S = 15
 
 
@@ -59,18 +59,9 @@ async def get_job(
     (woken by the job's final event, not by polling)."""
     if wait_s <= 0:
         return JobDocument.from_row(await _own_job(pool, key, job_id), base_url=settings.public_base_url)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_s
     # Watched before the first read, so the end cannot slip in between; progress events do not wake it.
     with job_events.watch(job_id, final_only=True) as watch:
-        job = await _own_job(pool, key, job_id)
-        while not job.status.is_final:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            await watch.wait(min(remaining, job_events.recheck_s))  # the end, or time to look again
-            watch.reset()
-            job = await _own_job(pool, key, job_id)
+        job = await until_final(watch, lambda: _own_job(pool, key, job_id), job_events, wait_s=wait_s)
     return JobDocument.from_row(job, base_url=settings.public_base_url)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import hashlib
 import json
 from typing import Annotated
@@ -10,8 +12,9 @@ from typing import Annotated
 from celery import Celery
 from fastapi import APIRouter, Header, Request, Response
 
-from api.deps import CurrentKey, Pool, SettingsDep
+from api.deps import CurrentKey, JobEvents, Pool, SettingsDep
 from api.errors import ApiError
+from api.long_poll import WAIT_MAX_S, preferred_wait, until_final
 from api.ratelimit import Limiter
 from api.schemas import JobDocument, QuestionRequest, error_responses
 from infra.db import jobs as jobs_db
@@ -63,9 +66,7 @@ async def _check_webhook(url: str, settings: Settings) -> None:
         raise ApiError(422, "webhook_url_refused", f"webhookUrl: {exc}", {"field": "webhookUrl"}) from exc
 
 
-def _replay_or_conflict(
-    existing: jobs_db.JobRow, digest: str, response: Response, settings: Settings
-) -> JobDocument:
+def _check_replay(existing: jobs_db.JobRow, digest: str, response: Response) -> None:
     if existing.request_hash != digest:
         raise ApiError(
             409, "idempotency_key_reused",
@@ -73,7 +74,16 @@ def _replay_or_conflict(
             {"jobId": existing.id},
         )
     response.headers[REPLAY_HEADER] = "true"
-    return JobDocument.from_row(existing, base_url=settings.public_base_url)
+
+
+def _document(job: jobs_db.JobRow, response: Response, settings: Settings, wait_s: float | None) -> JobDocument:
+    document = JobDocument.from_row(job, base_url=settings.public_base_url)
+    response.headers["Location"] = document.links.self
+    if wait_s is not None:
+        response.headers["Preference-Applied"] = f"wait={wait_s:g}"
+        if job.status.is_final:
+            response.status_code = 200  # waited, and it is done: the job's outcome, not an acceptance
+    return document
 
 
 @router.post(
@@ -81,7 +91,10 @@ def _replay_or_conflict(
     status_code=202,
     response_model=JobDocument,
     summary="Submit a question (returns a job)",
-    responses=error_responses(401, 409, 413, 422, 429, 503),
+    responses={
+        200: {"model": JobDocument, "description": "With `Prefer: wait=N`: the job ended within the wait"},
+        **error_responses(401, 409, 413, 422, 429, 503),
+    },
 )
 async def submit_question(
     body: QuestionRequest,
@@ -91,6 +104,7 @@ async def submit_question(
     pool: Pool,
     settings: SettingsDep,
     limiter: Limiter,
+    job_events: JobEvents,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -101,21 +115,47 @@ async def submit_question(
             description="Same key + same body returns the same job; the same key with another body is a 409",
         ),
     ] = None,
+    prefer: Annotated[
+        str | None,
+        Header(
+            alias="Prefer",
+            description=f"`wait=N` (RFC 7240): answer when the job ends, `200` with its outcome, or after N "
+            f"seconds (at most {WAIT_MAX_S:g}) `202` as without it. Other preferences are ignored.",
+            examples=["wait=20"],
+        ),
+    ] = None,
 ) -> JobDocument:
     """Queue a question. The job is stored before it is queued, so an accepted job is never lost.
 
-    Poll `links.self`, stream `links.events`, or pass `webhookUrl` to be called when it ends.
+    Poll `links.self` (`?waitS=` to long-poll), stream `links.events`, pass `webhookUrl` to be
+    called when it ends, or send `Prefer: wait=N` to have this answer wait for the end.
     A replayed `Idempotency-Key` returns the original job with `Idempotent-Replayed: true`.
     """
     _check_limits(body, settings)
     if body.webhook_url is not None:
         await _check_webhook(body.webhook_url, settings)
     digest = request_hash(body)
+    wait_s = preferred_wait(prefer)
+
+    async def read(job_id: str) -> jobs_db.JobRow:
+        async with pool.acquire() as conn:
+            job = await jobs_db.get_job(conn, job_id, api_key_id=key.id)
+        if job is None:  # deleted meanwhile (nothing in Turnout deletes jobs; an operator may)
+            raise ApiError(404, "not_found", f"no job {job_id} for this key")
+        return job
+
+    async def replay(existing: jobs_db.JobRow) -> JobDocument:
+        _check_replay(existing, digest, response)
+        if wait_s and not existing.status.is_final:
+            with job_events.watch(existing.id, final_only=True) as watch:
+                existing = await until_final(watch, lambda: read(existing.id), job_events, wait_s=wait_s)
+        return _document(existing, response, settings, wait_s)
+
     if idempotency_key is not None:
         async with pool.acquire() as conn:
             existing = await jobs_db.find_by_idempotency_key(conn, key.id, idempotency_key)
         if existing is not None:  # a replay costs no submission
-            return _replay_or_conflict(existing, digest, response, settings)
+            return await replay(existing)
     await limiter.hit(key.id)
     async with pool.acquire() as conn:
         job, created = await jobs_db.create_job(
@@ -124,9 +164,14 @@ async def submit_question(
             request_hash=digest, lease_s=settings.job_lease_s,
         )
     if not created:  # a concurrent request with the same key won the insert
-        return _replay_or_conflict(job, digest, response, settings)
-    # After the row is committed; if this send fails the sweeper sends it once the lease passes.
-    await asyncio.to_thread(send_run_job, get_producer(request, settings), settings, job.id)
-    document = JobDocument.from_row(job, base_url=settings.public_base_url)
-    response.headers["Location"] = document.links.self
-    return document
+        return await replay(job)
+    # Watched before the message is sent, so the job's end cannot come before the watch.
+    with job_events.watch(job.id, final_only=True) if wait_s else contextlib.nullcontext() as watch:
+        # After the row is committed; if this send fails the sweeper sends it once the lease passes.
+        submitted = {"question": job.question, "answerLanguage": job.answer_language, "pageSize": job.page_size}
+        await asyncio.to_thread(
+            functools.partial(send_run_job, get_producer(request, settings), settings, job.id, submitted=submitted)
+        )
+        if watch is not None:
+            job = await until_final(watch, lambda: read(job.id), job_events, wait_s=wait_s or 0, job=job)
+    return _document(job, response, settings, wait_s)

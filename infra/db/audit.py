@@ -7,7 +7,7 @@ Ops metrics (LLM calls and tokens per minute, rate-limiter waits) are computed f
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ class AuditEvent:
             raise ValueError(f"unknown audit kind {self.kind!r}; known: {sorted(AUDIT_KINDS)}")
 
 
-_COLUMNS = [f.name for f in fields(AuditEvent) if f.name != "created_at"]
+AUDIT_COLUMNS = tuple(f.name for f in fields(AuditEvent) if f.name != "created_at")
 _INSERT = """
     INSERT INTO audit_events (
         kind, job_id, round, loop_mode, model, tool, arguments, normalized_arguments, outcome, error,
@@ -70,12 +70,17 @@ async def insert_audit_events(db: asyncpg.Pool | asyncpg.Connection, events: lis
     saves a disk flush (~3 ms) on the job's critical path."""
     if not events:
         return
-    rows = [tuple(_storable(asdict(e)[c]) for c in _COLUMNS) for e in events]
+    rows = [audit_row(e) for e in events]
     if isinstance(db, asyncpg.Pool):
         async with db.acquire() as conn:
             await _insert(conn, _INSERT_ASYNC_COMMIT, rows)
     else:
         await _insert(db, _INSERT if db.is_in_transaction() else _INSERT_ASYNC_COMMIT, rows)
+
+
+def audit_row(event: AuditEvent) -> tuple[Any, ...]:
+    """The event's values in `AUDIT_COLUMNS` order, storable (see `_storable`)."""
+    return tuple(_storable(getattr(event, column)) for column in AUDIT_COLUMNS)
 
 
 async def _insert(conn: asyncpg.Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:

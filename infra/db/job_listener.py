@@ -5,6 +5,9 @@ Every `job_events` row sends NOTIFY `turnout_job_events` "<job id>:<kind>" when 
 for it lands, instead of polling the table. A watcher still re-reads the table every
 `recheck_s` (more often while the connection is down and being re-opened), so a notification
 missed during a reconnect delays a reader, never strands it.
+
+The same connection carries the process's other channels (`subscribe`, e.g. API key changes for
+infra/db/key_cache.py); a subscriber is told whenever notifications may have been missed.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import asyncpg
 from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential
@@ -57,6 +61,13 @@ class JobWatch:
         self.kinds.clear()
 
 
+@dataclass(frozen=True)
+class _Subscription:
+    channel: str
+    on_payload: Callable[[str], None]
+    on_gap: Callable[[], None]  # notifications may have been missed (connection lost or re-opened)
+
+
 class JobEventListener:
     """LISTENs on a dedicated connection (not a pooled one: a pool resets its connections,
     which would UNLISTEN). Use from the event loop that called `start()`."""
@@ -65,6 +76,7 @@ class JobEventListener:
         self._dsn = dsn
         self._conn: asyncpg.Connection | None = None
         self._watches: dict[str, set[JobWatch]] = {}
+        self._subscriptions: list[_Subscription] = []
         self._reconnecting: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -75,6 +87,15 @@ class JobEventListener:
     @property
     def recheck_s(self) -> float:
         return RECHECK_CONNECTED_S if self.connected else RECHECK_DISCONNECTED_S
+
+    def subscribe(self, channel: str, on_payload: Callable[[str], None], *, on_gap: Callable[[], None]) -> None:
+        """Also LISTEN on `channel` (before `start()`): each payload goes to `on_payload`; `on_gap`
+        is called when the connection is lost and again when it is re-opened."""
+        if channel == CHANNEL or any(sub.channel == channel for sub in self._subscriptions):
+            raise ValueError(f"channel {channel!r} is already listened to")
+        if self._conn is not None:
+            raise RuntimeError("subscribe before start()")
+        self._subscriptions.append(_Subscription(channel, on_payload, on_gap))
 
     async def start(self) -> None:
         try:
@@ -112,11 +133,15 @@ class JobEventListener:
         conn = await asyncpg.connect(self._dsn)
         try:
             await conn.add_listener(CHANNEL, self._on_notification)
+            for sub in self._subscriptions:
+                await conn.add_listener(sub.channel, self._subscriber(sub))
         except BaseException:
             conn.terminate()
             raise
         conn.add_termination_listener(self._on_terminated)
         self._conn = conn
+        for sub in self._subscriptions:
+            sub.on_gap()
         # Events may have landed while nobody listened: let every waiter re-read.
         for watchers in list(self._watches.values()):
             for watch in list(watchers):
@@ -127,8 +152,17 @@ class JobEventListener:
         for watch in list(self._watches.get(job_id, ())):
             watch._notify(kind)
 
+    @staticmethod
+    def _subscriber(sub: _Subscription) -> Callable[[object, int, str, object], None]:
+        def deliver(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+            sub.on_payload(str(payload))
+
+        return deliver
+
     def _on_terminated(self, _conn: object) -> None:
         self._conn = None
+        for sub in self._subscriptions:
+            sub.on_gap()
         if self._closed or (self._reconnecting is not None and not self._reconnecting.done()):
             return
         log.warning("job event listener: connection lost; re-opening it (streams poll meanwhile)")

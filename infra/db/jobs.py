@@ -18,6 +18,7 @@ from typing import Any, Literal
 import asyncpg
 
 from infra.db.job_events import add_event
+from infra.db.journal import Narration
 from infra.status import JobStatus
 
 _LEASE = "now() + make_interval(secs => $2)"
@@ -156,14 +157,26 @@ async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, le
     return result.endswith(" 1")
 
 
-def _finalizing(update: str, event_data: str) -> str:
+def _finalizing(update: str, event_data: str, narration_from: int | None = None) -> str:
     """One statement that moves a job to a final status (`update`: an UPDATE ... RETURNING *), writes
     its final event (data from the parameter `event_data`, e.g. "$7") and, when the job has a URL,
-    its webhook delivery: one round trip, one commit. ON CONFLICT keeps one delivery per job."""
+    its webhook delivery: one round trip, one commit. ON CONFLICT keeps one delivery per job.
+    With `narration_from` (the first of a `Narration`'s parameters), the job's last journal rows
+    are written too, its events before the final one (they are written even by a runner that lost
+    the job: they narrate what it did)."""
+    final_event = f"SELECT id, status, {event_data}::jsonb FROM done"  # noqa: S608 (constant fragments)
+    narration = ""
+    if narration_from is not None:
+        final_event = f"""
+            SELECT job_id, kind, data FROM (
+                {Narration.event_rows(narration_from)}
+                UNION ALL SELECT id, status, {event_data}::jsonb, NULL::bigint FROM done
+            ) AS rows ORDER BY n NULLS LAST"""  # noqa: S608 (constants; the final event last: the highest id)
+        narration = f", narration AS ({Narration.insert_audits(narration_from)})"
     return f"""
         WITH done AS ({update}), final_event AS (
-            INSERT INTO job_events (job_id, kind, data) SELECT id, status, {event_data}::jsonb FROM done
-        ), delivery AS (
+            INSERT INTO job_events (job_id, kind, data) {final_event}
+        ){narration}, delivery AS (
             INSERT INTO webhook_deliveries (job_id, url) SELECT id, webhook_url FROM done WHERE webhook_url IS NOT NULL
             ON CONFLICT (job_id) DO NOTHING
             RETURNING id
@@ -188,10 +201,13 @@ async def finish_job(
     error: dict[str, Any] | None,
     usage: dict[str, Any],
     event_data: dict[str, Any] | None = None,
+    narration: Narration | None = None,
 ) -> Finished | None:
-    """running -> final, only for the runner holding `attempt`; None when it lost the job."""
+    """running -> final, only for the runner holding `attempt`; None when it lost the job. With
+    `narration` (the rest of the job's journal), its rows are written in the same statement."""
     # A synchronous commit (the default): the final state is what clients and webhooks are told.
     # The fenced UPDATE keeps a job from finishing twice.
+    extra = narration.parameters() if narration else []
     row = await conn.fetchrow(
         _finalizing(
             """
@@ -201,8 +217,10 @@ async def finish_job(
             RETURNING *
             """,
             "$7",
+            8 if extra else None,
         ),
         job_id, attempt, status.value, result, error, usage, event_data if event_data is not None else {"error": error},
+        *extra,
     )
     return _finished(row) if row is not None else None
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -338,3 +339,12 @@ def load_articles(settings: Settings, limit: int = 40) -> list[str]:
 
     asyncio.run(load())
     return [r.id for r in records]
+
+
+_PREFER_WAIT = re.compile(r"wait\s*=\s*\d+", re.IGNORECASE)
+
+
+def shorten_prefer_wait(headers: MutableMapping[str, Any] | None) -> None:
+    """For fuzzing an API whose jobs never run: a generated `Prefer: wait=N` waits 1 s, not N."""
+    if headers and "Prefer" in headers:
+        headers["Prefer"] = _PREFER_WAIT.sub("wait=1", str(headers["Prefer"]))

@@ -72,6 +72,25 @@ def test_long_poll_answers_with_the_finished_job(client: httpx.Client, llm: Scri
     assert doc == client.get(f"/v1/jobs/{job_id}").json()  # the same document a plain GET returns
 
 
+def test_prefer_wait_answers_the_submission_with_the_finished_job(client: httpx.Client, llm: ScriptedLLM) -> None:
+    llm.script(Delay(0.5, ToolCall("SearchArticles", {"text": "ruby", "language": "en"})))
+    question = {"question": "ruby news, answered while the client waits"}  # not in the decision cache
+    response = client.post("/v1/questions", json=question,
+                           headers={"Prefer": "respond-async, wait=30", "Idempotency-Key": "prefer-wait-1"}, timeout=60)
+    assert response.status_code == 200, response.text  # waited for, and ended: its outcome
+    assert response.headers["Preference-Applied"] == "wait=30"
+    doc = response.json()
+    assert doc["status"] == "succeeded" and doc["result"]["resultType"] == "SearchResult", doc
+    assert response.headers["Location"] == doc["links"]["self"]
+    assert doc == client.get(f"/v1/jobs/{doc['id']}").json()
+    # A replay with the same preference answers at once: the job has ended.
+    replay = client.post("/v1/questions", json=question,
+                         headers={"Prefer": "wait=30", "Idempotency-Key": "prefer-wait-1"})
+    assert replay.status_code == 200 and replay.headers["Idempotent-Replayed"] == "true"
+    assert replay.json() == doc
+    assert len(llm.chat_requests) == 1
+
+
 def _submit(client: httpx.Client, **body: Any) -> str:
     response = client.post("/v1/questions", json=body)
     assert response.status_code == 202, response.text

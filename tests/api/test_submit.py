@@ -70,6 +70,25 @@ def test_a_revoked_key_is_refused_at_once(idle_api: ApiServer, settings: Setting
         _error(client.post("/v1/questions", json={"question": "x"}), 401, "unauthorized")
 
 
+def test_prefer_wait_on_a_job_that_does_not_end_answers_202_after_the_wait(idle_client: httpx.Client) -> None:
+    response = idle_client.post("/v1/questions", json={"question": "nobody runs this"}, headers={"Prefer": "wait=1"})
+    assert response.status_code == 202 and response.json()["status"] == "queued"
+    assert response.headers["Preference-Applied"] == "wait=1"
+    # Without a wait it can use, the preference is ignored (RFC 7240): an immediate 202.
+    ignored = idle_client.post("/v1/questions", json={"question": "x"}, headers={"Prefer": "wait=soon"})
+    assert ignored.status_code == 202 and "Preference-Applied" not in ignored.headers
+
+
+@pytest.mark.parametrize(("prefer", "wait"), [
+    ("wait=10", 10.0), ("respond-async, wait=5", 5.0), ("WAIT = 7", 7.0), ("wait=999", 30.0),
+    ("wait=2;x=y", 2.0), ("wait=-1", None), ("wait=1.5", None), ("handling=strict", None), ("", None), (None, None),
+])
+def test_prefer_wait_parsing(prefer: str | None, wait: float | None) -> None:
+    from api.long_poll import preferred_wait
+
+    assert preferred_wait(prefer) == wait
+
+
 def test_long_poll_of_a_job_that_does_not_end_answers_after_the_wait(idle_client: httpx.Client) -> None:
     job_id = idle_client.post("/v1/questions", json={"question": "nobody runs this"}).json()["id"]
     response = idle_client.get(f"/v1/jobs/{job_id}", params={"waitS": 0.5})

@@ -1,5 +1,5 @@
 """The migration chain against the real PostgreSQL: down to nothing and up again, with the
-objects later revisions add (the job-event NOTIFY trigger, the ops indexes) in place."""
+objects later revisions add (the job-event and API-key NOTIFY triggers, the ops indexes) in place."""
 
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ def test_the_chain_goes_down_to_nothing_and_up_again(fresh_dsn: str) -> None:
     at_head = asyncio.run(_objects(fresh_dsn))  # fresh_dsn is migrated to head
     tables, triggers, indexes = at_head
     assert {"jobs", "job_events", "audit_events", "webhook_attempts"} <= tables
-    assert "job_events_notify" in triggers
+    assert {"job_events_notify", "api_keys_notify"} <= triggers
     assert {"audit_events_kind_created", "webhook_attempts_created"} <= indexes
 
     command.downgrade(alembic_config(fresh_dsn), "0001")
     _, triggers, indexes = asyncio.run(_objects(fresh_dsn))
-    assert "job_events_notify" not in triggers and "audit_events_kind_created" not in indexes
+    assert not {"job_events_notify", "api_keys_notify"} & triggers and "audit_events_kind_created" not in indexes
 
     command.downgrade(alembic_config(fresh_dsn), "base")
     assert asyncio.run(_objects(fresh_dsn))[0] <= {"alembic_version"}

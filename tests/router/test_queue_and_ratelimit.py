@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+import redis.asyncio as aioredis
 
 from infra.db.audit import list_audit_events
 from infra.settings import Settings
@@ -119,6 +121,26 @@ async def test_a_waiting_job_shows_it_and_audits_the_wait(
     assert [k for k, _ in events].index("rate_limited") < [k for k, _ in events].index("llm_round")
     [wait] = [e for e in await list_audit_events(db, job) if e.kind == "rate_limit_wait"]
     assert wait.latency_ms is not None and wait.latency_ms > 0
+
+
+async def test_the_first_calls_permit_is_asked_for_while_the_cache_is_read_and_counted_once(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+) -> None:
+    limited = with_limits(settings, llm_requests_per_minute=2)
+    limiter = LLMRateLimiter.from_settings(limited, bucket=f"prefetch-{time.monotonic_ns()}")
+    deps = make_deps(limited, db, redis_client, rate_limiter=limiter, cache=True)
+    question = f"Articles about Bundler {time.monotonic_ns()}"  # a cache miss
+    llm.script(ToolCall("SearchArticles", {"text": "Bundler"}))
+    first = await route_question(deps, RouteRequest(question, today=TODAY))
+    assert first.routed_by == "llm" and len(llm.chat_requests) == 1
+    assert await limiter.try_acquire(10) is None  # the call took one request of the two, not two
+    assert await limiter.try_acquire(10) is not None  # now the minute is used up
+
+    # A cache hit answers without waiting for the (exhausted) limiter, and without the LLM.
+    llm.fail_every_call("a cache hit must not call the LLM")
+    async with asyncio.timeout(10):
+        again = await route_question(deps, RouteRequest(question, today=TODAY))
+    assert again.routed_by == "cache" and again.search == first.search
 
 
 async def test_rate_limit_wait_past_the_deadline_ends_the_job(

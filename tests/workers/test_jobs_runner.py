@@ -97,7 +97,7 @@ def _search_result() -> QuestionResult:
 async def test_success_stores_result_events_cached_page_and_webhook(
     rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
 ) -> None:
-    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any = None) -> QuestionResult:
+    async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         assert (req.question, req.answer_language, req.page_size, req.job_id) == ("ruby news", "en", 5, job_id)
         await on_event("routing", {"llm": True})
         await on_event("tool_started", {"tool": "SearchArticles", "when": asyncio.get_running_loop()})  # not JSON
@@ -121,7 +121,7 @@ async def test_success_stores_result_events_cached_page_and_webhook(
 async def test_routing_failure_is_the_jobs_error(
     rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
 ) -> None:
-    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any = None) -> QuestionResult:
+    async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         raise RoutingFailed("limit_max_rounds", "4 rounds without a valid tool call", Usage(llm_calls=4))
 
     _route(monkeypatch, route)
@@ -137,7 +137,7 @@ async def test_routing_failure_is_the_jobs_error(
 async def test_a_bug_fails_the_job_without_retrying(
     rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
 ) -> None:
-    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any = None) -> QuestionResult:
+    async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         raise KeyError("oops")
 
     _route(monkeypatch, route)
@@ -152,7 +152,7 @@ async def test_a_bug_fails_the_job_without_retrying(
 async def test_a_service_outage_requeues_then_gives_up(
     rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
 ) -> None:
-    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any = None) -> QuestionResult:
+    async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379")
 
     _route(monkeypatch, route)
@@ -173,7 +173,7 @@ async def test_a_runner_that_lost_its_lease_writes_nothing(
 ) -> None:
     taken_over = asyncio.Event()
 
-    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any = None) -> QuestionResult:
+    async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         # Meanwhile the sweeper decided this worker was dead and another runner claimed the job.
         async with pool.acquire() as conn:
             await conn.execute("UPDATE jobs SET attempts = attempts + 1 WHERE id = $1", job_id)
@@ -196,7 +196,7 @@ async def test_the_lease_is_renewed_while_routing(
 ) -> None:
     swept_meanwhile: list[list[str]] = []
 
-    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any = None) -> QuestionResult:
+    async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         await asyncio.sleep(1.5)  # two and a half leases
         async with pool.acquire() as conn:  # the sweeper runs while the job is still routing
             swept_meanwhile.append((await jobs_db.sweep_expired(conn, lease_s=60, max_attempts=3)).requeued)

@@ -13,6 +13,8 @@ import pytest
 from infra.db import jobs as jobs_db
 from infra.db import webhooks as webhooks_db
 from infra.db.api_keys import create_key
+from infra.db.audit import AuditEvent, list_audit_events
+from infra.db.journal import Journal, Narration
 from infra.db.pool import create_pool
 from infra.status import JobStatus
 from tests.api.support import throwaway_database
@@ -94,6 +96,37 @@ async def test_a_lost_worker_is_fenced_off_after_the_sweep(pool: asyncpg.Pool) -
         assert done is not None and done.job.result == {"run": 2}
         assert await _kinds(conn, job.id) == ["queued", "running", "requeued", "running", "succeeded"]
         assert await conn.fetchval("SELECT count(*) FROM webhook_deliveries WHERE job_id = $1", job.id) == 1
+
+
+async def test_the_final_statement_writes_the_rest_of_the_journal_before_the_final_event(pool: asyncpg.Pool) -> None:
+    async with pool.acquire() as conn:
+        job, lost = await _new_job(conn), await _new_job(conn)
+        for j in (job, lost):
+            assert await jobs_db.claim_job(conn, j.id, lease_s=LEASE_S) is not None
+
+    async def rest_of(job_id: str, step: str) -> Narration:
+        journal = Journal(pool)
+        journal.event(job_id, "tool_started", {"step": step})
+        journal.audit(AuditEvent("tool_execution", job_id=job_id, tool="SearchArticles", outcome=step))
+        journal.event(job_id, "tool_finished", {"step": step})
+        return await journal.take_rest()  # taken before the writer started: nothing written yet
+
+    async with pool.acquire() as conn:
+        narration = await rest_of(job.id, "mine")
+        assert len(narration.rows) == 3 and await _kinds(conn, job.id) == ["queued", "running"]
+        done = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result={"ok": 1},
+                                        error=None, usage={}, narration=narration)
+        assert done is not None and done.delivery_id is not None
+        assert await _kinds(conn, job.id) == ["queued", "running", "tool_started", "tool_finished", "succeeded"]
+        assert [(a.kind, a.outcome) for a in await list_audit_events(conn, job.id)] == [("tool_execution", "mine")]
+
+        # A runner that lost its job leaves its narration, not a final state.
+        stale = await jobs_db.finish_job(conn, lost.id, attempt=7, status=JobStatus.SUCCEEDED, result={"ok": 2},
+                                         error=None, usage={}, narration=await rest_of(lost.id, "stale"))
+        assert stale is None
+        assert await _kinds(conn, lost.id) == ["queued", "running", "tool_started", "tool_finished"]
+        assert (await jobs_db.get_job(conn, lost.id)).status is JobStatus.RUNNING  # type: ignore[union-attr]
+        assert await conn.fetchval("SELECT count(*) FROM webhook_deliveries WHERE job_id = $1", lost.id) == 0
 
 
 async def test_the_sweeper_leaves_live_leases_alone_and_resends_lost_queued_jobs(pool: asyncpg.Pool) -> None:

@@ -1,9 +1,15 @@
-"""Router queue: the job runner `turnout.router.run_job(job_id)`.
+"""Router queue: the job runner `turnout.router.run_job(job_id, submitted=None)`.
 
 Idempotent by construction (see infra/db/jobs.py): the runner claims the job (queued ->
 running, attempt n), keeps its lease alive while routing, and writes the outcome only while
 it still holds attempt n. A duplicate message, a job already final or cancelled, or a job
-another worker is running is a no-op. Outcomes:
+another worker is running is a no-op.
+
+The API's message carries the question as submitted (`submitted`), so routing starts while the
+claim is in flight: the decision cache and the LLM round run beside it, not after it. Nothing is
+executed and nothing is written until the claim holds (`before_tool`, the journal waits for it);
+a job that turns out not to be this runner's costs at most that LLM round. A message without it
+(the sweeper's, a retry's) claims first and routes what the claim read. Outcomes:
 - route_question returns  -> succeeded with the result (its first page cached for pagination);
 - RoutingFailed           -> failed with {code, message} and the usage spent;
 - a service was down      -> back to queued, retried after a pause (bounded by job_max_attempts);
@@ -14,6 +20,7 @@ A webhook delivery, when the job has a URL, is written with the final status and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -27,8 +34,7 @@ from celery import Task, signals
 from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
-from infra.db.job_events import add_progress_event
-from infra.db.journal import Journal
+from infra.db.journal import Journal, Narration
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import get_settings
@@ -63,6 +69,10 @@ _limit = get_settings().limits.job_deadline_s + DEADLINE_GRACE_S + 30
 
 class LeaseLost(Exception):
     """Another runner (after a sweep) owns the job now; this one must stop without writing."""
+
+
+class NotClaimed(Exception):
+    """The job was not this runner's to run (see `execute_job`); routing started early must stop."""
 
 
 # A job waits for search/rag tasks. In a worker that also consumes those queues, jobs holding
@@ -100,29 +110,48 @@ def _report_job_slots(**_: Any) -> None:
 
 
 @turnout_task(Queue.ROUTER, "run_job", time_limit_s=_limit, bind=True, max_retries=None)
-def run_job(self: Task, job_id: str) -> str:
+def run_job(self: Task, job_id: str, submitted: dict[str, Any] | None = None) -> str:
     slots = _job_slots
     if slots is not None and not slots.acquire(blocking=False):
         # Not claimed yet, so the job is still queued: re-offer the message shortly (no thread waits).
         raise self.retry(countdown=random.uniform(*SLOT_RETRY_S))
     try:
-        return run_async(lambda rt: execute_job(rt, job_id), timeout_s=_limit)
+        return run_async(lambda rt: execute_job(rt, job_id, submitted), timeout_s=_limit)
     finally:
         if slots is not None:
             slots.release()
 
 
-async def execute_job(rt: Runtime, job_id: str) -> Outcome:
+async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None = None) -> Outcome:
+    """Claim, route, record. With `submitted` (the question as the job's row holds it), routing
+    starts beside the claim and waits for it before running a tool or writing a row."""
     settings = rt.settings
     pool = await rt.pool()
-    async with pool.acquire() as conn:
-        job = await jobs_db.claim_job(conn, job_id, lease_s=settings.job_lease_s)
+    # Resolved by the claim: True lets the journal write and tools run, False drops both.
+    claimed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    journal = Journal(pool, after=claimed)
+    routing = None
+    if submitted is not None:
+        # A failure to start recurs after the claim, where it fails the job with its reason.
+        with contextlib.suppress(Exception):
+            routing = await _start_routing(rt, _submitted_request(job_id, submitted), journal, claimed)
+            await asyncio.sleep(0)  # routing sends its first requests (cache, rate limit) before the claim
+    try:
+        async with pool.acquire() as conn:
+            job = await jobs_db.claim_job(conn, job_id, lease_s=settings.job_lease_s)
+    except BaseException:
+        await _abandon(routing, journal, claimed)
+        raise
     if job is None:
+        await _abandon(routing, journal, claimed)
         log.info("job %s: not queued (final, cancelled or running elsewhere); nothing to do", job_id)
         return "skipped"
+    claimed.set_result(True)
     attempt = job.attempts
     try:
-        result = await _route_and_record(rt, job, attempt, Journal(pool))
+        if routing is None:
+            routing = await _start_routing(rt, _job_request(job), journal, claimed)
+        result, narration = await _route_and_record(rt, job, attempt, journal, routing)
     except LeaseLost:
         log.warning("job %s: lease lost during attempt %d; another runner owns it", job_id, attempt)
         return "lost"
@@ -143,16 +172,70 @@ async def execute_job(rt: Runtime, job_id: str) -> Outcome:
             conn, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
             usage=result.usage.wire(),
             event_data={"resultType": result.result_type.value, "status": result.status.value},
+            narration=narration,
         )
     return _after_finish(rt, job_id, finished, "succeeded")
 
 
-async def _route_and_record(rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal) -> QuestionResult:
+def _submitted_request(job_id: str, submitted: dict[str, Any]) -> RouteRequest:
+    return RouteRequest(
+        question=submitted["question"], answer_language=submitted.get("answerLanguage"),
+        page_size=submitted.get("pageSize"), job_id=job_id,
+    )
+
+
+def _job_request(job: jobs_db.JobRow) -> RouteRequest:
+    return RouteRequest(
+        question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id
+    )
+
+
+async def _start_routing(
+    rt: Runtime, request: RouteRequest, journal: Journal, claimed: asyncio.Future[bool]
+) -> asyncio.Future[QuestionResult]:
+    """route_question as a task, bounded by the job's deadline; it runs no tool before `claimed`."""
+    deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
+    if deps is None:
+        deps = await RouterDeps.from_runtime(rt)
+        rt.extras["jobs.router_deps"] = deps
+    job_id = request.job_id or ""
+
+    async def on_event(kind: str, data: dict[str, Any]) -> None:
+        # Progress is informative: a row that cannot be written is logged, never fails the job.
+        journal.event(job_id, kind, _json_safe(data))
+
+    async def before_tool() -> None:
+        if not await asyncio.shield(claimed):
+            raise NotClaimed(job_id)
+
+    async def bounded() -> QuestionResult:
+        async with asyncio.timeout(rt.settings.limits.job_deadline_s + DEADLINE_GRACE_S):
+            return await route_question(deps, request, on_event=on_event, journal=journal, before_tool=before_tool)
+
+    return asyncio.ensure_future(bounded())
+
+
+async def _abandon(
+    routing: asyncio.Future[QuestionResult] | None, journal: Journal, claimed: asyncio.Future[bool]
+) -> None:
+    """The claim failed or found the job not queued: stop routing started early, write nothing."""
+    if not claimed.done():
+        claimed.set_result(False)
+    if routing is not None:
+        routing.cancel()
+        await asyncio.gather(routing, return_exceptions=True)
+    await journal.flush()  # drops the rows (nothing is written without the claim)
+
+
+async def _route_and_record(
+    rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal, routing: asyncio.Future[QuestionResult]
+) -> tuple[QuestionResult, Narration]:
     """Route, then wait for the journal: its rows and cache writes must precede the job's final
-    state. An audit row that could not be written fails the job like the step that wrote it would
-    have; a cache write that failed is only logged."""
+    state. The rows not yet written come back, for the final statement to write. An audit row that
+    could not be written fails the job like the step that wrote it would have; a cache write that
+    failed is only logged."""
     try:
-        result = await _route_holding_lease(rt, job, attempt, journal)
+        result = await _hold_lease_while(rt, job.id, attempt, routing)
     except BaseException:
         try:
             await journal.flush()
@@ -162,41 +245,23 @@ async def _route_and_record(rt: Runtime, job: jobs_db.JobRow, attempt: int, jour
     # The first page goes to the cache while the last rows are written; both before the final
     # status, so a reader told "succeeded" finds page 1 cached.
     journal.alongside(_cache_first_page(rt, result), label="first page")
-    await journal.flush()
-    return result
+    return result, await journal.take_rest()
 
 
-async def _route_holding_lease(rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal) -> QuestionResult:
-    """route_question, with the lease renewed meanwhile; LeaseLost when renewal is refused."""
-    settings = rt.settings
-    deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
-    if deps is None:
-        deps = await RouterDeps.from_runtime(rt)
-        rt.extras["jobs.router_deps"] = deps
-
-    async def on_event(kind: str, data: dict[str, Any]) -> None:
-        safe = _json_safe(data)
-        # Progress is informative: a row that cannot be written is logged, never fails the job.
-        journal.add(lambda conn: add_progress_event(conn, job.id, kind, safe), label=f"event {kind}", critical=False)
-
-    request = RouteRequest(
-        question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id
-    )
-    routing = asyncio.ensure_future(
-        asyncio.wait_for(
-            route_question(deps, request, on_event=on_event, journal=journal),
-            settings.limits.job_deadline_s + DEADLINE_GRACE_S,
-        )
-    )
-    heartbeat = asyncio.ensure_future(_keep_lease(rt, job.id, attempt))
+async def _hold_lease_while(
+    rt: Runtime, job_id: str, attempt: int, routing: asyncio.Future[QuestionResult]
+) -> QuestionResult:
+    """Wait for `routing` with the lease renewed meanwhile; LeaseLost when renewal is refused."""
+    heartbeat = asyncio.ensure_future(_keep_lease(rt, job_id, attempt))
     try:
-        done, _ = await asyncio.wait({routing, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
+        either: set[asyncio.Future[Any]] = {routing, heartbeat}
+        done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if routing in done:
             return routing.result()
         routing.cancel()
         await asyncio.gather(routing, return_exceptions=True)
         heartbeat.result()  # raises LeaseLost
-        raise LeaseLost(job.id)
+        raise LeaseLost(job_id)
     finally:
         for task in (routing, heartbeat):
             if not task.done():
