@@ -14,6 +14,7 @@ import redis.exceptions
 
 from infra.db import jobs as jobs_db
 from infra.db.api_keys import create_key
+from infra.db.audit import AuditEvent, list_audit_events
 from infra.pages import get_page
 from infra.results import ArticlesPage, NormalizedSearch, QuestionResult, Usage
 from infra.settings import Settings
@@ -209,3 +210,59 @@ async def test_the_lease_is_renewed_while_routing(
     assert swept_meanwhile and job_id not in swept_meanwhile[0]  # the heartbeat kept it from looking orphaned
     job, kinds = await _state(pool, job_id)
     assert job.attempts == 1 and "requeued" not in kinds
+
+
+SUBMITTED = {"question": "ruby news", "answerLanguage": "en", "pageSize": 5}  # as the API sends it
+
+
+async def test_with_the_question_in_the_message_routing_writes_and_runs_tools_only_once_claimed(
+    rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
+) -> None:
+    seen: list[str] = []
+
+    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any, before_tool: Any) -> QuestionResult:
+        assert (req.question, req.answer_language, req.page_size, req.job_id) == ("ruby news", "en", 5, job_id)
+        await on_event("routing", {"llm": True})  # before the claim has answered: held
+        await before_tool()  # the tool waits for the claim
+        async with pool.acquire() as conn:
+            seen.append(str((await jobs_db.get_job(conn, job_id)).status))  # type: ignore[union-attr]
+        await on_event("tool_started", {"tool": "SearchArticles"})
+        return _search_result()
+
+    _route(monkeypatch, route)
+    pool = await rt.pool()
+    job_id = await _job(pool)
+    assert await runner.execute_job(rt, job_id, SUBMITTED) == "succeeded"
+    assert seen == ["running"]  # claimed before the tool ran
+    job, kinds = await _state(pool, job_id)
+    assert job.status is JobStatus.SUCCEEDED and job.result == _search_result().wire()
+    assert kinds == ["queued", "running", "routing", "tool_started", "succeeded"]  # the claim's event first
+
+
+async def test_a_message_for_a_job_that_is_not_queued_stops_its_early_routing_and_writes_nothing(
+    rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
+) -> None:
+    reached: list[str] = []
+
+    async def route(deps: Any, req: Any, *, on_event: Any, journal: Any, before_tool: Any) -> QuestionResult:
+        await on_event("routing", {"llm": True})
+        journal.audit(AuditEvent("llm_round", job_id=req.job_id, round=1))  # an LLM round made meanwhile
+        reached.append("before tool")
+        await before_tool()
+        reached.append("tool")  # never: the job is not this runner's
+        return _search_result()
+
+    _route(monkeypatch, route)
+    pool = await rt.pool()
+    job_id = await _job(pool)
+    async with pool.acquire() as conn:
+        owner = await conn.fetchval("SELECT api_key_id FROM jobs WHERE id = $1", job_id)
+        outcome, _ = await jobs_db.cancel_job(conn, job_id, api_key_id=owner)  # cancelled while queued
+    assert outcome == "cancelled"
+    assert await runner.execute_job(rt, job_id, SUBMITTED) == "skipped"
+    assert reached == ["before tool"]
+    job, kinds = await _state(pool, job_id)
+    assert job.status is JobStatus.CANCELLED and kinds == ["queued", "cancelled"]
+    async with pool.acquire() as conn:
+        assert await list_audit_events(conn, job_id) == []
+    assert sent == []
