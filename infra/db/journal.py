@@ -59,14 +59,13 @@ _Row = _Event | _Audit
 _AUDIT_TYPES = {"round": "integer", "arguments": "jsonb", "normalized_arguments": "jsonb",
                 "input_tokens": "integer", "output_tokens": "integer", "latency_ms": "double precision"}
 _AUDIT_LIST = ", ".join(AUDIT_COLUMNS)
-PARAMETERS = 3 + len(AUDIT_COLUMNS)  # how many statement parameters a `Narration` takes
 
 
 @dataclass(frozen=True)
 class Narration:
-    """Journal rows to write in one statement, as its parameters (`PARAMETERS` of them, from
-    `first`): `unnest ... WITH ORDINALITY ... ORDER BY` keeps each table's rows in the order they
-    were added, so their ids are too."""
+    """Journal rows to write in one statement, as its parameters (from `first`: the events' job
+    ids, kinds and data, then one array per audit column): `unnest ... WITH ORDINALITY ... ORDER
+    BY` keeps each table's rows in the order they were added, so their ids are too."""
 
     rows: tuple[_Row, ...]
 
