@@ -14,6 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.errors import ApiError
 from api.state import AppState
+from infra.db import jobs as jobs_db
 from infra.db.api_keys import ApiKey
 from infra.db.job_listener import JobEventListener
 from infra.settings import Settings
@@ -60,6 +61,15 @@ async def admin_key(key: Annotated[ApiKey, Depends(current_key)]) -> ApiKey:
     if not key.is_admin:
         raise ApiError(403, "forbidden", "this route needs an admin key (`turnout keys create --admin`)")
     return key
+
+
+async def own_job(pool: asyncpg.Pool, key: ApiKey, job_id: str) -> jobs_db.JobRow:
+    """The job, if `key` owns it; a 404 otherwise."""
+    async with pool.acquire() as conn:
+        job = await jobs_db.get_job(conn, job_id, api_key_id=key.id)
+    if job is None:  # another key's job is indistinguishable from no job
+        raise ApiError(404, "not_found", f"no job {job_id} for this key")
+    return job
 
 
 State = Annotated[AppState, Depends(get_state)]

@@ -30,6 +30,14 @@ def preferred_wait(prefer: str | None) -> float | None:
     return None
 
 
+async def watch_until_final(
+    job_events: JobEventListener, job_id: str, read: Callable[[], Awaitable[JobRow]], *, wait_s: float
+) -> JobRow:
+    """`until_final` for a job not read yet: watched before its first read."""
+    with job_events.watch(job_id, final_only=True) as watch:  # progress events do not wake it
+        return await until_final(watch, read, job_events, wait_s=wait_s)
+
+
 async def until_final(
     watch: JobWatch,
     read: Callable[[], Awaitable[JobRow]],

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
-from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep
+from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
 from api.errors import ApiError
-from api.long_poll import WAIT_MAX_S, until_final
+from api.long_poll import WAIT_MAX_S, watch_until_final
 from api.routes.questions import get_producer
 from api.schemas import JobDocument, PageDocument, error_responses
 from infra.db import jobs as jobs_db
@@ -27,14 +27,6 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 JobId = Annotated[str, Path(min_length=1, max_length=64, description="The id returned by POST /v1/questions")]
 SSE_PING_S = 15
-
-
-async def _own_job(pool: Pool, key: CurrentKey, job_id: str) -> jobs_db.JobRow:
-    async with pool.acquire() as conn:
-        job = await jobs_db.get_job(conn, job_id, api_key_id=key.id)
-    if job is None:  # another key's job is indistinguishable from no job
-        raise ApiError(404, "not_found", f"no job {job_id} for this key")
-    return job
 
 
 @router.get("/{job_id}", response_model=JobDocument, summary="Get a job", responses=error_responses(401, 404, 422))
@@ -58,10 +50,8 @@ async def get_job(
     result (succeeded) or the error (failed). With `waitS`, the answer waits for the job to end
     (woken by the job's final event, not by polling)."""
     if wait_s <= 0:
-        return JobDocument.from_row(await _own_job(pool, key, job_id), base_url=settings.public_base_url)
-    # Watched before the first read, so the end cannot slip in between; progress events do not wake it.
-    with job_events.watch(job_id, final_only=True) as watch:
-        job = await until_final(watch, lambda: _own_job(pool, key, job_id), job_events, wait_s=wait_s)
+        return JobDocument.from_row(await own_job(pool, key, job_id), base_url=settings.public_base_url)
+    job = await watch_until_final(job_events, job_id, lambda: own_job(pool, key, job_id), wait_s=wait_s)
     return JobDocument.from_row(job, base_url=settings.public_base_url)
 
 
@@ -106,7 +96,7 @@ async def stream_events(
     job_events: JobEvents,
     last_event_id: Annotated[int | None, Header(alias="Last-Event-ID", ge=0, le=2**63 - 1)] = None,
 ) -> EventSourceResponse:
-    await _own_job(pool, key, job_id)
+    await own_job(pool, key, job_id)
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         after = last_event_id or 0
@@ -149,7 +139,7 @@ async def get_page(
     normalized filters; never by the LLM. The rest of the result (a combined answer and its
     sources) is returned unchanged. Pages run from 1 to `totalPages` of the job's result (page 1
     when it found nothing); any other page is a 404 `page_out_of_range`."""
-    job = await _own_job(pool, key, job_id)
+    job = await own_job(pool, key, job_id)
     if job.status is not JobStatus.SUCCEEDED or job.result is None:
         raise ApiError(409, "job_not_succeeded", f"the job is {job.status.value}; pages exist once it has succeeded",
                        {"status": job.status.value})

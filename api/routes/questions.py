@@ -12,9 +12,9 @@ from typing import Annotated
 from celery import Celery
 from fastapi import APIRouter, Header, Request, Response
 
-from api.deps import CurrentKey, JobEvents, Pool, SettingsDep
+from api.deps import CurrentKey, JobEvents, Pool, SettingsDep, own_job
 from api.errors import ApiError
-from api.long_poll import WAIT_MAX_S, preferred_wait, until_final
+from api.long_poll import WAIT_MAX_S, preferred_wait, until_final, watch_until_final
 from api.ratelimit import Limiter
 from api.schemas import JobDocument, QuestionRequest, error_responses
 from infra.db import jobs as jobs_db
@@ -137,18 +137,12 @@ async def submit_question(
     digest = request_hash(body)
     wait_s = preferred_wait(prefer)
 
-    async def read(job_id: str) -> jobs_db.JobRow:
-        async with pool.acquire() as conn:
-            job = await jobs_db.get_job(conn, job_id, api_key_id=key.id)
-        if job is None:  # deleted meanwhile (nothing in Turnout deletes jobs; an operator may)
-            raise ApiError(404, "not_found", f"no job {job_id} for this key")
-        return job
-
     async def replay(existing: jobs_db.JobRow) -> JobDocument:
         _check_replay(existing, digest, response)
         if wait_s and not existing.status.is_final:
-            with job_events.watch(existing.id, final_only=True) as watch:
-                existing = await until_final(watch, lambda: read(existing.id), job_events, wait_s=wait_s)
+            existing = await watch_until_final(
+                job_events, existing.id, lambda: own_job(pool, key, existing.id), wait_s=wait_s
+            )
         return _document(existing, response, settings, wait_s)
 
     if idempotency_key is not None:
@@ -173,5 +167,5 @@ async def submit_question(
             functools.partial(send_run_job, get_producer(request, settings), settings, job.id, submitted=submitted)
         )
         if watch is not None:
-            job = await until_final(watch, lambda: read(job.id), job_events, wait_s=wait_s or 0, job=job)
+            job = await until_final(watch, lambda: own_job(pool, key, job.id), job_events, wait_s=wait_s or 0, job=job)
     return _document(job, response, settings, wait_s)

@@ -31,3 +31,14 @@ async def queued_job(pool: asyncpg.Pool) -> JobRow:
         job, _ = await create_job(conn, api_key_id=key.key.id, question="q", answer_language=None, page_size=None,
                                   webhook_url=None, idempotency_key=None, request_hash="h", lease_s=60)
     return job
+
+
+async def terminate_listeners(pool: asyncpg.Pool) -> int:
+    """Kill the database's LISTENing connections (as a database restart or a network cut would);
+    how many there were."""
+    async with pool.acquire() as conn:
+        killed: int = await conn.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+        )
+    return killed

@@ -12,7 +12,7 @@ from infra.db.job_events import add_progress_event
 from infra.db.job_listener import RESYNC, JobEventListener
 from infra.db.jobs import claim_job, finish_job
 from infra.status import JobStatus
-from tests.infra.conftest import queued_job
+from tests.infra.conftest import queued_job, terminate_listeners
 
 
 @pytest.fixture
@@ -51,12 +51,7 @@ async def test_after_its_connection_is_killed_the_listener_reconnects_and_wakes_
 ) -> None:
     job = await queued_job(pool)
     with listener.watch(job.id, final_only=True) as watch:
-        async with pool.acquire() as conn:
-            killed = await conn.fetchval(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
-            )
-        assert killed == 1
+        assert await terminate_listeners(pool) == 1
         # Woken to re-read (anything may have happened while nobody listened), once listening again.
         assert await watch.wait(15)
         assert watch.kinds == [RESYNC]

@@ -15,13 +15,23 @@ from infra.db import key_cache
 from infra.db.api_keys import ApiKey, IssuedKey, create_key, revoke_key, verify_token
 from infra.db.job_listener import JobEventListener
 from infra.db.key_cache import ApiKeyCache
+from tests.infra.conftest import terminate_listeners
 
 
 @pytest.fixture
 async def listener(fresh_dsn: str) -> AsyncIterator[JobEventListener]:
+    """Not started: a channel is subscribed to before the listener starts."""
     listener = JobEventListener(fresh_dsn)
     yield listener
     await listener.close()
+
+
+@pytest.fixture
+async def cache(listener: JobEventListener) -> ApiKeyCache:
+    """A cache on a started listener."""
+    cache = ApiKeyCache(listener)
+    await listener.start()
+    return cache
 
 
 async def _issue(pool: asyncpg.Pool, name: str = "cache-test") -> IssuedKey:
@@ -50,10 +60,8 @@ class CountingPool:
 
 
 async def test_a_verified_key_is_served_from_memory_until_it_is_revoked(
-    pool: asyncpg.Pool, listener: JobEventListener
+    pool: asyncpg.Pool, cache: ApiKeyCache
 ) -> None:
-    cache = ApiKeyCache(listener)
-    await listener.start()
     issued, other = await _issue(pool), await _issue(pool, "other")
     counting = CountingPool(pool)
 
@@ -71,10 +79,8 @@ async def test_a_verified_key_is_served_from_memory_until_it_is_revoked(
 
 
 async def test_unknown_and_wrong_tokens_are_checked_every_time_and_never_kept(
-    pool: asyncpg.Pool, listener: JobEventListener
+    pool: asyncpg.Pool, cache: ApiKeyCache
 ) -> None:
-    cache = ApiKeyCache(listener)
-    await listener.start()
     issued = await _issue(pool)
     counting = CountingPool(pool)
     wrong_secret = issued.key.id + ".not-the-secret"
@@ -84,10 +90,8 @@ async def test_unknown_and_wrong_tokens_are_checked_every_time_and_never_kept(
 
 
 async def test_a_check_that_overlapped_a_revocation_does_not_keep_its_answer(
-    pool: asyncpg.Pool, listener: JobEventListener, monkeypatch: pytest.MonkeyPatch
+    pool: asyncpg.Pool, cache: ApiKeyCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cache = ApiKeyCache(listener)
-    await listener.start()
     issued = await _issue(pool)
     seen: list[int] = []
 
@@ -108,21 +112,14 @@ async def test_a_check_that_overlapped_a_revocation_does_not_keep_its_answer(
 
 
 async def test_without_its_listening_connection_the_cache_is_bypassed_and_emptied(
-    pool: asyncpg.Pool, listener: JobEventListener
+    pool: asyncpg.Pool, listener: JobEventListener, cache: ApiKeyCache
 ) -> None:
-    cache = ApiKeyCache(listener)
-    await listener.start()
     issued = await _issue(pool)
     counting = CountingPool(pool)
     await cache.verify(counting, issued.token)
     assert len(cache) == 1
 
-    async with pool.acquire() as conn:
-        killed = await conn.fetchval(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
-        )
-    assert killed == 1
+    assert await terminate_listeners(pool) == 1
     await _until(lambda: len(cache) == 0)  # a notification may be missed now: nothing is trusted
     await _until(lambda: listener.connected, timeout_s=15)
     before = counting.acquired
