@@ -11,7 +11,7 @@ A final transition writes its event and the webhook delivery in the same stateme
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -157,13 +157,18 @@ async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, le
     return result.endswith(" 1")
 
 
-def _finalizing(update: str, event_data: str, narration_from: int | None = None) -> str:
+# What finish_job reads back: everything but the result it has just written (up to a page of
+# articles: no need to have PostgreSQL print it and the runner parse it again).
+_FINISHED_COLUMNS = ", ".join(f"done.{f.name}" for f in fields(JobRow) if f.name != "result")
+
+
+def _finalizing(update: str, event_data: str, narration_from: int | None = None, *, columns: str = "done.*") -> str:
     """One statement that moves a job to a final status (`update`: an UPDATE ... RETURNING *), writes
     its final event (data from the parameter `event_data`, e.g. "$7") and, when the job has a URL,
     its webhook delivery: one round trip, one commit. ON CONFLICT keeps one delivery per job.
     With `narration_from` (the first of a `Narration`'s parameters), the job's last journal rows
     are written too, its events before the final one (they are written even by a runner that lost
-    the job: they narrate what it did)."""
+    the job: they narrate what it did). `columns`: what it returns of the job."""
     final_event = f"SELECT id, status, {event_data}::jsonb FROM done"  # noqa: S608 (constant fragments)
     narration = ""
     if narration_from is not None:
@@ -181,12 +186,13 @@ def _finalizing(update: str, event_data: str, narration_from: int | None = None)
             ON CONFLICT (job_id) DO NOTHING
             RETURNING id
         )
-        SELECT done.*, (SELECT id FROM delivery) AS delivery_id FROM done
+        SELECT {columns}, (SELECT id FROM delivery) AS delivery_id FROM done
     """  # noqa: S608 (only constant fragments from this module)
 
 
-def _finished(row: asyncpg.Record) -> Finished:
-    values = dict(row)
+def _finished(row: asyncpg.Record, **known: Any) -> Finished:
+    """`known`: the columns the statement did not return, as the caller wrote them."""
+    values = dict(row) | known
     delivery_id: int | None = values.pop("delivery_id")
     return Finished(_job_from(values), delivery_id)
 
@@ -218,11 +224,12 @@ async def finish_job(
             """,
             "$7",
             8 if extra else None,
+            columns=_FINISHED_COLUMNS,
         ),
         job_id, attempt, status.value, result, error, usage, event_data if event_data is not None else {"error": error},
         *extra,
     )
-    return _finished(row) if row is not None else None
+    return _finished(row, result=result) if row is not None else None
 
 
 async def release_job(

@@ -11,6 +11,8 @@ Cache writes run `alongside()` the rows and are awaited the same way, so everyth
 writes has landed when its final status is visible (a reader may ask for its cached page at once).
 A journal may be held `after` a future (the job's claim): rows wait for it to resolve, and are
 written only if it resolves True; otherwise they are dropped (the job was not this runner's).
+A journal may linger (`linger_s`): a burst of rows waits that long for the rows after it, so a job that ends
+meanwhile writes all of them with its final state, and a longer one shows its progress that late.
 
 Durability is what the rows had before (each is committed without waiting for the WAL flush, see
 infra/db/audit.py): a crash can lose the last rows of a job that was still running.
@@ -119,9 +121,13 @@ async def _insert_one(conn: asyncpg.Connection, row: _Row) -> None:
 class Journal:
     """Ordered background writes of one job's progress events and audit rows (one event loop)."""
 
-    def __init__(self, pool: asyncpg.Pool, *, after: asyncio.Future[bool] | None = None) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, after: asyncio.Future[bool] | None = None, linger_s: float = 0.0
+    ) -> None:
         self._pool = pool
         self._after = after
+        self._linger_s = linger_s
+        self._hurry = asyncio.Event()  # set by hold() and flush(): a lingering writer stops waiting
         self._pending: deque[_Row] = deque()
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
@@ -146,6 +152,7 @@ class Journal:
         `flush()`). Said by the router when its result is ready: the last rows then go with the
         job's final state instead of in a round trip of their own before it."""
         self._held = True
+        self._hurry.set()
 
     def alongside(self, work: Awaitable[object], *, label: str) -> None:
         """Run `work` concurrently (a cache write: an optimisation); `flush()` waits for it and
@@ -156,6 +163,7 @@ class Journal:
         """Wait until every queued row and all work started alongside have been written; raise the
         first failure of an audit row."""
         self._held = False
+        self._hurry.set()
         if self._pending and (self._task is None or self._task.done()):
             self._task = asyncio.get_running_loop().create_task(self._drain())
         while self._task is not None and not self._task.done():
@@ -189,6 +197,9 @@ class Journal:
         if self._after is not None and not await asyncio.shield(self._after):
             self._pending.clear()  # rows added later find this task done and start another: dropped too
             return
+        if self._linger_s > 0 and not self._hurry.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), self._linger_s)
         # Rows added while the connection is being released are picked up by the outer loop: there
         # is no await between its last check and the end of this task.
         while self._pending and not self._held:

@@ -1,7 +1,7 @@
 """The job journal (infra/db/journal.py) against the real PostgreSQL: rows in the order they
 were added, rows added together written in one statement, a failed audit row reported at flush
-without taking its batch with it, a journal held until a claim, cache writes alongside that
-never raise."""
+without taking its batch with it, a journal held until a claim, a lingering journal, cache writes
+alongside that never raise."""
 
 from __future__ import annotations
 
@@ -135,6 +135,36 @@ async def test_a_held_journal_writes_once_its_claim_holds_and_drops_everything_i
     async with pool.acquire() as conn:
         assert [e.kind for e in await events_after(conn, other_job)] == ["queued"]
         assert await list_audit_events(conn, other_job) == []
+
+
+async def test_a_lingering_journal_leaves_a_quick_burst_to_the_final_statement_and_writes_a_slow_one(
+    pool: asyncpg.Pool,
+) -> None:
+    job_id = (await queued_job(pool)).id
+    quick = Journal(pool, linger_s=0.5)
+    quick.event(job_id, "routing", {})
+    quick.audit(AuditEvent("llm_round", job_id=job_id))
+    await asyncio.sleep(0.1)  # within the linger: nothing written yet
+    async with pool.acquire() as conn:
+        assert [e.kind for e in await events_after(conn, job_id)] == ["queued"]
+    quick.event(job_id, "tool_finished", {})
+    quick.hold()  # the job is done: its rows go with the final statement, none in one of their own
+    rest = await quick.take_rest()
+    assert [row.label for row in rest.rows] == ["event routing", "audit row llm_round", "event tool_finished"]
+    async with pool.acquire() as conn:
+        assert [e.kind for e in await events_after(conn, job_id)] == ["queued"]
+        assert await list_audit_events(conn, job_id) == []
+
+    slow = Journal(pool, linger_s=0.05)
+    slow.event(job_id, "tool_started", {})  # a job still running past the linger shows its progress
+    async with pool.acquire() as conn:
+        for _ in range(100):
+            kinds = [e.kind for e in await events_after(conn, job_id)]
+            if kinds != ["queued"]:
+                break
+            await asyncio.sleep(0.02)
+    assert kinds == ["queued", "tool_started"]  # written with no flush() or hold()
+    await slow.flush()
 
 
 async def test_work_alongside_is_awaited_by_flush_and_its_failure_only_logged(

@@ -66,6 +66,7 @@ async def test_a_duplicate_message_is_a_no_op(pool: asyncpg.Pool) -> None:
         finished = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED,
                                             result={"ok": 1}, error=None, usage={"llmCalls": 1})
         assert finished is not None and finished.delivery_id is not None
+        assert finished.job == await jobs_db.get_job(conn, job.id)  # as stored, the result not read back
         assert await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S) is None  # already final
         again = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.FAILED, result=None,
                                          error={"code": "x", "message": "y"}, usage={})

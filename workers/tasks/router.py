@@ -61,6 +61,9 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 )
 RETRY_PAUSE_S = 5.0  # times the attempt number: a restarting service gets a moment
 DEADLINE_GRACE_S = 15.0  # route_question enforces the job deadline; this is only a backstop
+# A job's progress rows wait this long for the ones after them: a job done by then writes them all
+# with its final state (no statement of their own); a slower job's progress is that late at most.
+JOURNAL_LINGER_S = 0.1
 
 Outcome = Literal["skipped", "succeeded", "failed", "released", "lost"]
 
@@ -129,7 +132,7 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
     pool = await rt.pool()
     # Resolved by the claim: True lets the journal write and tools run, False drops both.
     claimed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    journal = Journal(pool, after=claimed)
+    journal = Journal(pool, after=claimed, linger_s=JOURNAL_LINGER_S)
     routing = None
     if submitted is not None:
         # A failure to start recurs after the claim, where it fails the job with its reason.
