@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import asyncpg
 from asyncpg.exceptions import CharacterNotInRepertoireError, UntranslatableCharacterError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from infra.db.pool import CONNECTION_ERRORS
 
 log = logging.getLogger("turnout.api")
 
@@ -40,16 +41,6 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
                  429: "rate_limited", 503: "unavailable"}
 
 
-# PostgreSQL unreachable, restarting or cutting connections: the request may succeed shortly,
-# so the client gets a 503 it can retry, never a 500 (SPEC: Postgres down -> the API answers 503).
-DATABASE_UNAVAILABLE: tuple[type[Exception], ...] = (
-    ConnectionError,  # refused / reset: the server is down
-    asyncpg.PostgresConnectionError,  # the connection was lost mid-request
-    asyncpg.InterfaceError,  # the pool's connection is closed
-    asyncpg.exceptions.CannotConnectNowError,  # starting up or shutting down
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.CrashShutdownError,
-)
 DATABASE_RETRY_AFTER_S = 5
 
 
@@ -91,7 +82,8 @@ def install_error_handlers(app: FastAPI) -> None:
             503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
         )
 
-    for exc_class in DATABASE_UNAVAILABLE:
+    # PostgreSQL unreachable or restarting: a 503 the client can retry, never a 500.
+    for exc_class in CONNECTION_ERRORS:
         app.add_exception_handler(exc_class, _database_unavailable)
 
     @app.exception_handler(Exception)

@@ -2,7 +2,9 @@
 
 `QueueExecutor` sends `turnout.search.search` / `turnout.rag.answer` and awaits the results
 without blocking the event loop (send and wait run in a helper thread; the wait is woken by the
-result backend's pub/sub message, not polled). `InProcessExecutor` calls the services directly
+result backend's pub/sub message, not polled). A task that could not reach PostgreSQL raises
+`DatabaseUnavailable` here (a `ConnectionError`: transient), any other failure
+`ToolExecutionError`. `InProcessExecutor` calls the services directly
 (one process, e.g. a bench).
 """
 
@@ -19,6 +21,7 @@ from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeoutError
 from celery.result import AsyncResult
 
+from infra.db.pool import DatabaseUnavailable
 from infra.results import ArticlesPage, Language, NormalizedSearch
 from infra.status import Queue
 
@@ -161,6 +164,8 @@ class QueueExecutor:
                 # never comes; the next get() reads the stored state first.
                 continue
         if not result.successful():
+            if isinstance(value, DatabaseUnavailable):
+                raise value  # transient: the job runner re-queues the job, the tool is not at fault
             cause = value if isinstance(value, BaseException) else None
             raise ToolExecutionError(f"{task} failed: {type(value).__name__}: {value}") from cause
         return value

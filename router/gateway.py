@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from infra.db.pool import DatabaseUnavailable
 from infra.results import ArticlesPage, Language, NormalizedSearch, QuestionResult
 from infra.settings import Limits
 from infra.status import ResultStatus, ResultType
@@ -232,14 +233,14 @@ class Gateway:
         started = time.monotonic()
         try:
             result = await self._run(call, deadline)
-        except (ToolExecutionError, TimeoutError) as exc:
+        except (ToolExecutionError, TimeoutError, DatabaseUnavailable) as exc:
             outcome = "timeout" if isinstance(exc, TimeoutError) else "error"
             await self.audit.record(
                 "tool_execution", round=round_no, tool=call.tool, arguments=call.arguments,
                 normalized_arguments=call.normalized_arguments(), outcome=outcome, error=str(exc),
                 latency_ms=(time.monotonic() - started) * 1000,
             )
-            if isinstance(exc, TimeoutError):
+            if isinstance(exc, TimeoutError | DatabaseUnavailable):  # the deadline; a transient outage
                 raise
             raise RoutingFailed(TOOL_FAILED, f"{call.tool} failed: {exc}") from exc
         await self.audit.record(

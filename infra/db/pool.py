@@ -9,6 +9,22 @@ import asyncpg
 
 from infra.settings import ConfigError
 
+# PostgreSQL unreachable, restarting or cutting connections: the same work may succeed shortly
+# on a new connection (SPEC: Postgres down -> the API answers 503; a worker retries).
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    ConnectionError,  # refused / reset: the server is down
+    asyncpg.PostgresConnectionError,  # the connection was lost mid-statement
+    asyncpg.InterfaceError,  # the pool's connection is closed
+    asyncpg.exceptions.CannotConnectNowError,  # starting up or shutting down
+    asyncpg.exceptions.AdminShutdownError,  # the backend was terminated
+    asyncpg.exceptions.CrashShutdownError,
+)
+
+
+class DatabaseUnavailable(ConnectionError):
+    """A worker's task could not reach PostgreSQL, also after retrying. A `ConnectionError`, so
+    it reaches the task's caller as the transient failure it is (Celery sends it back by name)."""
+
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
     # jsonb in and out as Python objects, everywhere.

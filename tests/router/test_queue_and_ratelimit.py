@@ -15,6 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from infra.db.audit import list_audit_events
+from infra.db.pool import DatabaseUnavailable
 from infra.settings import Settings
 from infra.status import ResultStatus, ResultType
 from router.errors import RoutingFailed
@@ -22,8 +23,10 @@ from router.executor import QueueExecutor
 from router.ratelimit import LLMRateLimiter
 from router.service import RouteRequest, route_question
 from tests.router.conftest import TODAY, RecordingExecutor, make_deps, with_limits
+from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_searches
 from tests.support.llm_server import ScriptedLLM, Text, ToolCall
 from tests.support.services import REPO_ROOT
+from workers.tasks.search import SEARCH_ATTEMPTS
 
 NewJob = Callable[[str], Awaitable[str]]
 
@@ -53,6 +56,22 @@ async def test_ask_tool_runs_on_the_rag_worker(
     kinds = [e.kind for e in await list_audit_events(db, job)]
     assert kinds[0] == "llm_round" and kinds[-1] == "tool_execution"
     assert "rag_answer" in kinds  # written by the RAG worker for the answer call, under the same job
+
+
+async def test_a_search_that_cannot_reach_the_database_fails_the_round_as_an_outage_not_a_tool_fault(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, celery_worker: object, new_job: NewJob
+) -> None:
+    llm.script(ToolCall("SearchArticles", {"text": "YJIT", "language": "en"}))
+    job = await new_job("YJIT articles")
+    deps = make_deps(settings, db, None, QueueExecutor())
+    async with db.acquire() as lock_holder, lock_holder.transaction():
+        await lock_holder.execute(LOCK_LOCALIZATIONS)  # each attempt of the search task is cut mid-statement
+        routing = asyncio.ensure_future(route_question(deps, RouteRequest("YJIT articles", job_id=job, today=TODAY)))
+        assert await asyncio.wait_for(terminate_blocked_searches(db, routing, times=SEARCH_ATTEMPTS), 30) == SEARCH_ATTEMPTS
+        with pytest.raises(DatabaseUnavailable):  # not RoutingFailed(tool_failed): the runner re-queues the job
+            await asyncio.wait_for(routing, 60)
+    [execution] = [e for e in await list_audit_events(db, job) if e.kind == "tool_execution"]
+    assert execution.outcome == "error" and execution.error is not None and "PostgreSQL unreachable" in execution.error
 
 
 async def test_search_and_ask_scopes_rag_to_the_page(

@@ -15,6 +15,7 @@ import redis.exceptions
 from infra.db import jobs as jobs_db
 from infra.db.api_keys import create_key
 from infra.db.audit import AuditEvent, list_audit_events
+from infra.db.pool import DatabaseUnavailable
 from infra.pages import get_page
 from infra.results import ArticlesPage, NormalizedSearch, QuestionResult, Usage
 from infra.settings import Settings
@@ -150,11 +151,15 @@ async def test_a_bug_fails_the_job_without_retrying(
     assert [kind for kind, _ in sent] == ["webhook"]
 
 
+@pytest.mark.parametrize("outage", [
+    redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379"),
+    DatabaseUnavailable("PostgreSQL unreachable over 3 attempts"),  # what a search task sends back
+], ids=lambda exc: type(exc).__name__)
 async def test_a_service_outage_requeues_then_gives_up(
-    rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
+    rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]], outage: Exception
 ) -> None:
     async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
-        raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379")
+        raise outage
 
     _route(monkeypatch, route)
     pool = await rt.pool()
@@ -166,7 +171,7 @@ async def test_a_service_outage_requeues_then_gives_up(
     assert await runner.execute_job(rt, job_id) == "failed"  # attempt 2 of job_max_attempts=2
     job, _ = await _state(pool, job_id)
     assert job.error is not None and job.error["code"] == "service_unavailable"
-    assert "ConnectionError" in job.error["message"] and job.attempts == 2
+    assert type(outage).__name__ in job.error["message"] and job.attempts == 2
 
 
 async def test_a_runner_that_lost_its_lease_writes_nothing(

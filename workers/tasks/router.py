@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
 from infra.db.journal import Journal, Narration
+from infra.db.pool import CONNECTION_ERRORS
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import get_settings
@@ -50,12 +51,12 @@ from workers.dispatch import send_run_job, send_webhook
 log = logging.getLogger("turnout.jobs")
 
 # Errors that mean "a service is briefly unavailable", not "this job is broken".
+# (A search task that could not reach PostgreSQL sends back DatabaseUnavailable, a ConnectionError.)
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
+    *CONNECTION_ERRORS,  # PostgreSQL down, restarting, or this connection cut
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.CannotConnectNowError,
     asyncpg.exceptions.TooManyConnectionsError,
     kombu.exceptions.OperationalError,
 )

@@ -1,0 +1,32 @@
+"""Cutting a worker's PostgreSQL connection in the middle of a statement, on cue.
+
+The test holds `LOCK TABLE localizations IN ACCESS EXCLUSIVE MODE` in a transaction; a search
+then waits behind it, and `terminate_blocked_searches` terminates that waiting backend (the worker
+sees `terminating connection due to administrator command`), as a PostgreSQL restart would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+
+LOCK_LOCALIZATIONS = "LOCK TABLE localizations IN ACCESS EXCLUSIVE MODE"
+
+
+async def terminate_blocked_searches(db: asyncpg.Pool, reply: asyncio.Future[Any], *, times: int) -> int:
+    """Terminate the search backend waiting behind the test's lock, each time one waits, up to
+    `times` times or until `reply` is done; how many were terminated."""
+    terminated = 0
+    async with db.acquire() as conn:
+        while terminated < times and not reply.done():
+            pid = await conn.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND wait_event_type = 'Lock' AND query ILIKE '%localization%' LIMIT 1"
+            )
+            if pid is None:
+                await asyncio.sleep(0.02)
+                continue
+            terminated += await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+    return terminated
