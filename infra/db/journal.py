@@ -11,8 +11,9 @@ Cache writes run `alongside()` the rows and are awaited the same way, so everyth
 writes has landed when its final status is visible (a reader may ask for its cached page at once).
 A journal may be held `after` a future (the job's claim): rows wait for it to resolve, and are
 written only if it resolves True; otherwise they are dropped (the job was not this runner's).
-A journal may linger (`linger_s`): a burst of rows waits that long for the rows after it, so a job that ends
-meanwhile writes all of them with its final state, and a longer one shows its progress that late.
+A journal may linger (`linger_s`): a burst of rows waits that long for the rows after it, so a
+job that ends meanwhile writes them all with its final state, and a longer one shows its
+progress that late.
 
 Durability is what the rows had before (each is committed without waiting for the WAL flush, see
 infra/db/audit.py): a crash can lose the last rows of a job that was still running.
