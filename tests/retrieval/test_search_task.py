@@ -17,8 +17,8 @@ from retrieval.search import SearchArgumentError, normalize_search, search_artic
 from router.executor import QueueExecutor
 from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_searches
 from tests.support.services import WorkerGroup
+from workers._db_retry import DB_ATTEMPTS
 from workers.app import celery_app
-from workers.tasks.search import SEARCH_ATTEMPTS
 from workers.tasks.search import search as search_task
 
 TODAY = date(2026, 11, 29)
@@ -85,9 +85,9 @@ async def test_a_search_that_cannot_reach_the_database_is_a_transient_failure_fo
         await lock_holder.execute(LOCK_LOCALIZATIONS)
         # Through the job runner's executor: every attempt's connection is cut.
         reply = asyncio.ensure_future(QueueExecutor().search(query, deadline=time.monotonic() + 60))
-        terminated = await asyncio.wait_for(terminate_blocked_searches(db, reply, times=SEARCH_ATTEMPTS), 30)
+        terminated = await asyncio.wait_for(terminate_blocked_searches(db, reply, times=DB_ATTEMPTS), 30)
         with pytest.raises(DatabaseUnavailable) as caught:  # a ConnectionError: the runner re-queues the job
             await asyncio.wait_for(reply, 60)
-    assert terminated == SEARCH_ATTEMPTS
+    assert terminated == DB_ATTEMPTS
     message = str(caught.value)
-    assert f"over {SEARCH_ATTEMPTS} attempts" in message and "terminating connection" in message  # the cause
+    assert f"over {DB_ATTEMPTS} attempts" in message and "terminating connection" in message  # the cause

@@ -26,7 +26,7 @@ from tests.router.conftest import TODAY, RecordingExecutor, make_deps, with_limi
 from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_searches
 from tests.support.llm_server import ScriptedLLM, Text, ToolCall
 from tests.support.services import REPO_ROOT
-from workers.tasks.search import SEARCH_ATTEMPTS
+from workers._db_retry import DB_ATTEMPTS
 
 NewJob = Callable[[str], Awaitable[str]]
 
@@ -67,11 +67,29 @@ async def test_a_search_that_cannot_reach_the_database_fails_the_round_as_an_out
     async with db.acquire() as lock_holder, lock_holder.transaction():
         await lock_holder.execute(LOCK_LOCALIZATIONS)  # each attempt of the search task is cut mid-statement
         routing = asyncio.ensure_future(route_question(deps, RouteRequest("YJIT articles", job_id=job, today=TODAY)))
-        assert await asyncio.wait_for(terminate_blocked_searches(db, routing, times=SEARCH_ATTEMPTS), 30) == SEARCH_ATTEMPTS
+        assert await asyncio.wait_for(terminate_blocked_searches(db, routing, times=DB_ATTEMPTS), 30) == DB_ATTEMPTS
         with pytest.raises(DatabaseUnavailable):  # not RoutingFailed(tool_failed): the runner re-queues the job
             await asyncio.wait_for(routing, 60)
     [execution] = [e for e in await list_audit_events(db, job) if e.kind == "tool_execution"]
     assert execution.outcome == "error" and execution.error is not None and "PostgreSQL unreachable" in execution.error
+
+
+async def test_a_rag_answer_whose_connection_is_cut_runs_again_on_a_new_one(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, indexed_ids: list[str], new_job: NewJob
+) -> None:
+    llm.script(
+        ToolCall("AskArticles", {"question": "What is YJIT?", "language": "en"}),
+        Text("YJIT is a just-in-time compiler for Ruby [1].", prompt_tokens=700, completion_tokens=40),
+    )
+    job = await new_job("What is YJIT?")
+    deps = make_deps(settings, db, None, QueueExecutor())
+    async with db.acquire() as lock_holder, lock_holder.transaction():
+        await lock_holder.execute(LOCK_LOCALIZATIONS)  # the answer's read of its sources waits, and is cut
+        routing = asyncio.ensure_future(route_question(deps, RouteRequest("What is YJIT?", job_id=job, today=TODAY)))
+        assert await asyncio.wait_for(terminate_blocked_searches(db, routing, times=1), 30) == 1
+    result = await asyncio.wait_for(routing, 60)
+    assert result.status is ResultStatus.ANSWERED and result.answer_kind == "llm" and result.sources
+    assert len(llm.chat_requests) == 2  # the router round and one answer call: the retry came before it
 
 
 async def test_search_and_ask_scopes_rag_to_the_page(

@@ -1,7 +1,12 @@
-"""RAG queue: AskArticles (and the second half of SearchAndAskArticles) answered by the vector worker."""
+"""RAG queue: AskArticles (and the second half of SearchAndAskArticles) answered by the vector worker.
+
+An answer whose PostgreSQL connection is cut (its reads come before the LLM call) runs again on
+a new one (workers/_db_retry.py).
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -11,8 +16,11 @@ from infra.settings import get_settings
 from infra.status import Queue
 from infra.validation import first_error
 from retrieval.rag import RagContext, RagRequest, answer_request, rag_outcome_to_wire
+from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
 from workers.base import run_async, turnout_task
+
+log = logging.getLogger("turnout.rag")
 
 
 class RagPayloadError(ValueError):
@@ -35,6 +43,7 @@ def answer(payload: dict[str, Any]) -> dict[str, Any]:
 
     async def body(rt: Runtime) -> dict[str, Any]:
         ctx = await RagContext.from_runtime(rt)
-        return rag_outcome_to_wire(await answer_request(ctx, request, deadline=deadline))
+        outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log)
+        return rag_outcome_to_wire(outcome)
 
     return run_async(body, timeout_s=limit)

@@ -1,0 +1,45 @@
+"""A task body that reads PostgreSQL runs again on a new connection when its own is cut.
+
+A restart, a failover or a terminated backend costs the task a short pause instead of failing
+it; if PostgreSQL stays out of reach the task fails with `DatabaseUnavailable`, a
+`ConnectionError` that reaches the job runner (Celery sends it back by name) as the transient
+failure it is: the job is re-queued (workers/tasks/router.py), not failed as a broken tool.
+Only for work that is safe to repeat (reads; the RAG answer reads before its LLM call).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from tenacity import AsyncRetrying, before_sleep_log, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_exponential_jitter
+
+from infra.db.pool import CONNECTION_ERRORS, DatabaseUnavailable
+
+R = TypeVar("R")
+
+DB_ATTEMPTS = 3  # the back-off between them stays under 2 s
+
+
+async def with_db_retries(work: Callable[[], Awaitable[R]], *, log: logging.Logger) -> R:
+    """`work()`, again on a lost connection; `DatabaseUnavailable` after `DB_ATTEMPTS` tries."""
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(CONNECTION_ERRORS),
+        stop=stop_after_attempt(DB_ATTEMPTS),
+        wait=wait_exponential_jitter(initial=0.2, max=1.0, jitter=0.2),
+        before_sleep=before_sleep_log(log, logging.WARNING),
+        reraise=True,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                return await work()
+    except CONNECTION_ERRORS as exc:
+        # The first error, not the failed rollback after it ("the underlying connection is closed").
+        first = exc.__context__ if isinstance(exc.__context__, CONNECTION_ERRORS) else exc
+        raise DatabaseUnavailable(
+            f"PostgreSQL unreachable over {DB_ATTEMPTS} attempts: {type(first).__name__}: {first}"
+        ) from None
+    raise AssertionError("unreachable: tenacity either returns or re-raises")
