@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from typing import Any
 
 from celery import signals
@@ -45,22 +46,25 @@ def finalize(run_id: str) -> bool:
     return run_async(body, timeout_s=BATCH_TIME_LIMIT_S)
 
 
-def _on_vector_worker_start() -> None:
+def _on_vector_worker_start(ready_at: float) -> None:
     settings = get_settings()
     if settings.embedding_provider is EmbeddingProvider.LOCAL:
         try:
             LocalEmbedder().embed_sync(["warm-up"])  # load the weights before the first question
         except Exception:
             log.exception("could not load the local embedding model")
-    _resume_now()
+    _resume_now(ready_at)
 
 
-def _resume_now() -> None:
+def _resume_now(ready_at: float) -> None:
     async def go() -> int:
         settings = get_settings()
         pool = await create_pool(settings.database_url, min_size=1, max_size=1)
         try:
-            return await resume_reembed_runs(pool, stale_after_s=0, settings=settings)
+            # The runs left open before this worker started (its predecessor died); not one that
+            # made progress since (it has a live worker; the warm-up above can take a while).
+            idle_since_start = max(0.0, time.monotonic() - ready_at)
+            return await resume_reembed_runs(pool, stale_after_s=idle_since_start, settings=settings)
         finally:
             await pool.close()
 
@@ -81,4 +85,6 @@ def _resume_on_start(sender: Any = None, **_: Any) -> None:
     queues = {q.name for q in task_consumer.queues} if task_consumer is not None else set()
     if Queue.EMBEDDINGS.value in queues:
         # Off the start-up path: the worker starts consuming while this runs.
-        threading.Thread(target=_on_vector_worker_start, name="vector-worker-start", daemon=True).start()
+        threading.Thread(
+            target=_on_vector_worker_start, args=(time.monotonic(),), name="vector-worker-start", daemon=True
+        ).start()
