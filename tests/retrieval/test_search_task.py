@@ -15,7 +15,7 @@ from infra.results import ArticlesPage
 from infra.settings import Limits
 from retrieval.search import SearchArgumentError, normalize_search, search_articles
 from router.executor import QueueExecutor
-from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_searches
+from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_reads
 from tests.support.services import WorkerGroup
 from workers._db_retry import DB_ATTEMPTS
 from workers.app import celery_app
@@ -73,7 +73,7 @@ async def test_a_search_whose_connection_is_cut_runs_again_on_a_new_one(
         reply = asyncio.ensure_future(
             asyncio.to_thread(lambda: search_task.apply_async(args=[query.wire()]).get(timeout=60))
         )
-        assert await asyncio.wait_for(terminate_blocked_searches(db, reply, times=1), 30) == 1
+        assert await asyncio.wait_for(terminate_blocked_reads(db, reply, times=1), 30) == 1
     assert await asyncio.wait_for(reply, 60) == expected.wire()  # the retry, after the lock is gone
 
 
@@ -85,7 +85,7 @@ async def test_a_search_that_cannot_reach_the_database_is_a_transient_failure_fo
         await lock_holder.execute(LOCK_LOCALIZATIONS)
         # Through the job runner's executor: every attempt's connection is cut.
         reply = asyncio.ensure_future(QueueExecutor().search(query, deadline=time.monotonic() + 60))
-        terminated = await asyncio.wait_for(terminate_blocked_searches(db, reply, times=DB_ATTEMPTS), 30)
+        terminated = await asyncio.wait_for(terminate_blocked_reads(db, reply, times=DB_ATTEMPTS), 30)
         with pytest.raises(DatabaseUnavailable) as caught:  # a ConnectionError: the runner re-queues the job
             await asyncio.wait_for(reply, 60)
     assert terminated == DB_ATTEMPTS

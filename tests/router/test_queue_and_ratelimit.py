@@ -23,7 +23,7 @@ from router.executor import QueueExecutor
 from router.ratelimit import LLMRateLimiter
 from router.service import RouteRequest, route_question
 from tests.router.conftest import TODAY, RecordingExecutor, make_deps, with_limits
-from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_searches
+from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_reads
 from tests.support.llm_server import ScriptedLLM, Text, ToolCall
 from tests.support.services import REPO_ROOT
 from workers._db_retry import DB_ATTEMPTS
@@ -67,7 +67,7 @@ async def test_a_search_that_cannot_reach_the_database_fails_the_round_as_an_out
     async with db.acquire() as lock_holder, lock_holder.transaction():
         await lock_holder.execute(LOCK_LOCALIZATIONS)  # each attempt of the search task is cut mid-statement
         routing = asyncio.ensure_future(route_question(deps, RouteRequest("YJIT articles", job_id=job, today=TODAY)))
-        assert await asyncio.wait_for(terminate_blocked_searches(db, routing, times=DB_ATTEMPTS), 30) == DB_ATTEMPTS
+        assert await asyncio.wait_for(terminate_blocked_reads(db, routing, times=DB_ATTEMPTS), 30) == DB_ATTEMPTS
         with pytest.raises(DatabaseUnavailable):  # not RoutingFailed(tool_failed): the runner re-queues the job
             await asyncio.wait_for(routing, 60)
     [execution] = [e for e in await list_audit_events(db, job) if e.kind == "tool_execution"]
@@ -86,7 +86,7 @@ async def test_a_rag_answer_whose_connection_is_cut_runs_again_on_a_new_one(
     async with db.acquire() as lock_holder, lock_holder.transaction():
         await lock_holder.execute(LOCK_LOCALIZATIONS)  # the answer's read of its sources waits, and is cut
         routing = asyncio.ensure_future(route_question(deps, RouteRequest("What is YJIT?", job_id=job, today=TODAY)))
-        assert await asyncio.wait_for(terminate_blocked_searches(db, routing, times=1), 30) == 1
+        assert await asyncio.wait_for(terminate_blocked_reads(db, routing, times=1), 30) == 1
     result = await asyncio.wait_for(routing, 60)
     assert result.status is ResultStatus.ANSWERED and result.answer_kind == "llm" and result.sources
     assert len(llm.chat_requests) == 2  # the router round and one answer call: the retry came before it

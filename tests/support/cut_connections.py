@@ -1,8 +1,9 @@
 """Cutting a worker's PostgreSQL connection in the middle of a statement, on cue.
 
-The test holds `LOCK TABLE localizations IN ACCESS EXCLUSIVE MODE` in a transaction; a search
-then waits behind it, and `terminate_blocked_searches` terminates that waiting backend (the worker
-sees `terminating connection due to administrator command`), as a PostgreSQL restart would.
+The test holds `LOCK TABLE localizations IN ACCESS EXCLUSIVE MODE` in a transaction; a worker's
+read of that table (a search, a RAG answer's sources) then waits behind it, and
+`terminate_blocked_reads` terminates that waiting backend (the worker sees `terminating
+connection due to administrator command`), as a PostgreSQL restart would.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import asyncpg
 LOCK_LOCALIZATIONS = "LOCK TABLE localizations IN ACCESS EXCLUSIVE MODE"
 
 
-async def terminate_blocked_searches(db: asyncpg.Pool, reply: asyncio.Future[Any], *, times: int) -> int:
-    """Terminate the search backend waiting behind the test's lock, each time one waits, up to
-    `times` times or until `reply` is done; how many were terminated."""
+async def terminate_blocked_reads(db: asyncpg.Pool, reply: asyncio.Future[Any], *, times: int) -> int:
+    """Terminate the backend reading `localizations` behind the test's lock, each time one waits,
+    up to `times` times or until `reply` is done; how many were terminated."""
     terminated = 0
     async with db.acquire() as conn:
         while terminated < times and not reply.done():
