@@ -29,15 +29,17 @@ from tests.support.services import REPO_ROOT
 from workers._db_retry import DB_ATTEMPTS
 
 NewJob = Callable[[str], Awaitable[str]]
+# The router asks the articles; the answer model answers from them.
+ASK_YJIT = (
+    ToolCall("AskArticles", {"question": "What is YJIT?", "language": "en"}),
+    Text("YJIT is a just-in-time compiler for Ruby [1].", prompt_tokens=700, completion_tokens=40),
+)
 
 
 async def test_ask_tool_runs_on_the_rag_worker(
     llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, indexed_ids: list[str], new_job: NewJob
 ) -> None:
-    llm.script(
-        ToolCall("AskArticles", {"question": "What is YJIT?", "language": "en"}),
-        Text("YJIT is a just-in-time compiler for Ruby [1].", prompt_tokens=700, completion_tokens=40),
-    )
+    llm.script(*ASK_YJIT)
     executor = RecordingExecutor(QueueExecutor())
     job = await new_job("What is YJIT?")
     result = await route_question(
@@ -77,10 +79,7 @@ async def test_a_search_that_cannot_reach_the_database_fails_the_round_as_an_out
 async def test_a_rag_answer_whose_connection_is_cut_runs_again_on_a_new_one(
     llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, indexed_ids: list[str], new_job: NewJob
 ) -> None:
-    llm.script(
-        ToolCall("AskArticles", {"question": "What is YJIT?", "language": "en"}),
-        Text("YJIT is a just-in-time compiler for Ruby [1].", prompt_tokens=700, completion_tokens=40),
-    )
+    llm.script(*ASK_YJIT)
     job = await new_job("What is YJIT?")
     deps = make_deps(settings, db, None, QueueExecutor())
     async with db.acquire() as lock_holder, lock_holder.transaction():
