@@ -106,7 +106,7 @@ class Stack:
         # Every request routes to one search, at once: the LLM costs nothing but its round trip.
         self.llm.on_chat(lambda body: ToolCall("SearchArticles", {"text": "ruby", "language": "en"}))
         logs = Path(self.data_dir)
-        # The worker split of `turnout up` (infra/embedded/stack.py, tests/support/services.py):
+        # The worker split of `turnout up` (turnout/embedded/stack.py, tests/support/services.py):
         # routers on threads of their own, search/webhooks/maintenance + beat, rag/embeddings.
         workers = [
             ("router", services.ROUTER_QUEUES, 8, ["--include", "bench.celery_baseline"]),

@@ -298,7 +298,7 @@ def test_metrics_histograms_are_cumulative_and_complete(seeded: Seeded) -> None:
 
 def _turnout(stack: OpsStack, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **settings_env(stack.settings), "TURNOUT_DATA_DIR": str(stack.data_dir), "COLUMNS": "160"}
-    return subprocess.run([sys.executable, "-m", "infra", *args], cwd=REPO_ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "turnout", *args], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=60)
 
 

@@ -112,7 +112,7 @@ async def test_postgres_down_is_reported(settings: Settings) -> None:
 
 def test_status_command_with_redis_down_says_so(settings: Settings) -> None:
     env = {**os.environ, "TURNOUT_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "COLUMNS": "160"}
-    done = subprocess.run([sys.executable, "-m", "infra", "status"], cwd=REPO_ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "turnout", "status"], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "health: down" in done.stdout

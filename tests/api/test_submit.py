@@ -58,7 +58,7 @@ def test_every_job_route_needs_a_key(idle_api: ApiServer, idle_client: httpx.Cli
 def test_a_revoked_key_is_refused_at_once(idle_api: ApiServer, settings: Settings) -> None:
     from typer.testing import CliRunner
 
-    from api.cli import keys_app
+    from turnout.keys_cli import keys_app
 
     issued = issue_key(settings, "to-revoke")
     with idle_api.client(issued.token) as client:
@@ -306,7 +306,7 @@ def test_turnout_api_shuts_down_without_waiting_for_long_polls(settings: Setting
     idle = stack_settings(settings, redis_prefix=settings.redis_prefix + "idle-cli:", job_lease_s=86_400.0)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "infra", "api", "--port", str(port)], cwd=REPO_ROOT,
+        [sys.executable, "-m", "turnout", "api", "--port", str(port)], cwd=REPO_ROOT,
         env={**os.environ, **settings_env(idle)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:

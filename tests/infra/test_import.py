@@ -17,7 +17,7 @@ from tests.support import services
 def run_import(dsn: str, path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TURNOUT_DATABASE_URL": dsn, "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "infra", "import", str(path), *extra],
+        [sys.executable, "-m", "turnout", "import", str(path), *extra],
         env=env, capture_output=True, text=True, timeout=300, cwd=services.REPO_ROOT,
     )
 

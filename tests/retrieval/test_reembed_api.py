@@ -92,7 +92,7 @@ async def test_admin_only_and_bad_input_is_a_clear_422(api: tuple[httpx.AsyncCli
 
 
 def test_cli_starts_a_run_and_reports_errors(rag_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from infra.cli import app
+    from turnout.cli import app
 
     def sql(statement: str, *args: object) -> list[asyncpg.Record]:
         async def go() -> list[asyncpg.Record]:
@@ -110,7 +110,7 @@ def test_cli_starts_a_run_and_reports_errors(rag_settings: Settings, monkeypatch
         return asyncio.run(go())
 
     sql("load")
-    monkeypatch.setattr("retrieval.cli.get_settings", lambda: rag_settings)
+    monkeypatch.setattr("turnout.reembed_cli.get_settings", lambda: rag_settings)
     runner = CliRunner()
     bad = runner.invoke(app, ["reembed", "--language", "fr"])
     assert bad.exit_code == 2 and "language must be ru, en or de" in bad.output

@@ -19,7 +19,6 @@ import pytest
 from celery import Celery
 from typer.testing import CliRunner
 
-from infra.cli import app as turnout
 from infra.db import reembed as runs_db
 from infra.settings import Settings
 from infra.vectors.edge import EdgeVectorStore
@@ -28,6 +27,7 @@ from retrieval.reembed import start_reembed_run
 from tests.retrieval.rag_fixtures import CORPUS, HIDDEN_ID, article, load, rag_db, rag_settings
 from tests.support.llm_server import ScriptedLLM, Text
 from tests.support.services import VECTOR_QUEUES, WorkerProcess
+from turnout.cli import app as turnout
 from workers.app import create_celery
 
 # Shared fixtures (the own database) used by the test below.
@@ -113,7 +113,7 @@ async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
         assert any(s["articleId"].startswith("district-") for s in after["sources"])  # the new version serves
 
         # `turnout reembed` waits with its progress bar until the run ends (unchanged: all copied).
-        monkeypatch.setattr("retrieval.cli.get_settings", lambda: stack)
+        monkeypatch.setattr("turnout.reembed_cli.get_settings", lambda: stack)
         cli = await asyncio.to_thread(CliRunner().invoke, turnout, ["reembed", "--ids", "district-07", "--poll", "0.2"])
         assert cli.exit_code == 0, cli.output
         n = len([r for r in CORPUS + extra if r.id != HIDDEN_ID])

@@ -9,10 +9,10 @@ import sys
 from typing import Any
 
 from infra.settings import Settings
-from router.cli import evaluate
 from router.eval import SHIPPED_SET, EvalCase, load_cases
 from tests.support.llm_server import ScriptedLLM, Step, Text, ToolCall
 from tests.support.services import REPO_ROOT
+from turnout.eval_cli import evaluate
 
 WRONG_TOOL = "en-search-01"  # answered with AskArticles
 WRONG_LANGUAGE = "de-search-02"  # answered with language "de" instead of "en"
@@ -101,7 +101,7 @@ async def test_harness_counts_corrections_and_failures(llm: ScriptedLLM, setting
 
 def _cli(*args: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "infra", "eval", *args], cwd=REPO_ROOT, env=dict(os.environ),
+        [sys.executable, "-m", "turnout", "eval", *args], cwd=REPO_ROOT, env=dict(os.environ),
         capture_output=True, text=True, timeout=180,
     )
     assert proc.returncode == 0, proc.stderr
@@ -128,7 +128,7 @@ def test_cli_fallback_router_makes_no_llm_call(llm: ScriptedLLM) -> None:
     assert summary["dateBoundAccuracy"]["total"] > 15
     assert llm.chat_requests == []
     text = subprocess.run(
-        [sys.executable, "-m", "infra", "eval", "--fallback"], cwd=REPO_ROOT, env=dict(os.environ),
+        [sys.executable, "-m", "turnout", "eval", "--fallback"], cwd=REPO_ROOT, env=dict(os.environ),
         capture_output=True, text=True, timeout=180,
     ).stdout
     assert "tool accuracy" in text and "date-bound accuracy" in text and "latency ms" in text

@@ -145,7 +145,7 @@ class WorkerProcess:
             self.kill()
 
 
-# The same split `turnout up` runs (infra/embedded/stack.py): routers wait on search/RAG tasks,
+# The same split `turnout up` runs (turnout/embedded/stack.py): routers wait on search/RAG tasks,
 # so they have threads of their own; the vector store (Qdrant Edge) may be opened by one process
 # only, so `rag` and `embeddings` live in their own worker; beat runs in the front worker.
 ROUTER_QUEUES = "router"

@@ -1,4 +1,4 @@
-"""`turnout up`: the embedded stack in one command (see infra/embedded/)."""
+"""`turnout up`: the embedded stack in one command (see turnout/embedded/)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def up(
     Services whose URL is set (TURNOUT_DATABASE_URL, TURNOUT_REDIS_URL, TURNOUT_QDRANT_URL) are
     used instead of the embedded ones. Ctrl-C stops everything; the next run reuses the data.
     """
-    from infra.embedded.stack import UpOptions, run_up
+    from turnout.embedded.stack import UpOptions, run_up
 
     settings = get_settings()
     options = UpOptions(

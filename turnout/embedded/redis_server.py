@@ -13,8 +13,8 @@ from pathlib import Path
 
 import redis
 
-from infra.embedded import EmbeddedError
-from infra.embedded.processes import Child, free_port, port_is_free, wait_until
+from turnout.embedded import EmbeddedError
+from turnout.embedded.processes import Child, free_port, port_is_free, wait_until
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 6380  # next to the usual 6379, so a system Redis keeps its port

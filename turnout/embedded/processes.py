@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from infra.embedded import EmbeddedError
+from turnout.embedded import EmbeddedError
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36

@@ -27,13 +27,13 @@ import httpx
 import psutil
 
 from infra.db.pool import redact
-from infra.embedded import EmbeddedError
-from infra.embedded.bootstrap import ADMIN_KEY_FILE, BootstrapReport, bootstrap
-from infra.embedded.postgres import DATABASE, EmbeddedPostgres
-from infra.embedded.processes import Child, become_subreaper, port_is_free, wait_until
-from infra.embedded.redis_server import EmbeddedRedis
 from infra.settings import ConfigError, Settings, get_settings
 from infra.status import Queue
+from turnout.embedded import EmbeddedError
+from turnout.embedded.bootstrap import ADMIN_KEY_FILE, BootstrapReport, bootstrap
+from turnout.embedded.postgres import DATABASE, EmbeddedPostgres
+from turnout.embedded.processes import Child, become_subreaper, port_is_free, wait_until
+from turnout.embedded.redis_server import EmbeddedRedis
 
 # Three workers. Routers wait on search and RAG tasks, so they get threads of their own (a
 # router never holds a thread a search needs). The vector store (Qdrant Edge) may be opened by
@@ -178,7 +178,7 @@ class Stack:
 
     def _start_children(self) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        turnout = [sys.executable, "-m", "infra"]
+        turnout = [sys.executable, "-m", "turnout"]
         self._step("starting the workers and the API")
         self.router = Child(
             "worker-router",

@@ -29,11 +29,11 @@ import httpx
 import psutil
 import pytest
 
-from infra.embedded import EmbeddedError
-from infra.embedded.postgres import EmbeddedPostgres
-from infra.embedded.redis_server import EmbeddedRedis
-from infra.embedded.stack import READY_LINE
 from tests.support import services
+from turnout.embedded import EmbeddedError
+from turnout.embedded.postgres import EmbeddedPostgres
+from turnout.embedded.redis_server import EmbeddedRedis
+from turnout.embedded.stack import READY_LINE
 
 
 def _free_port() -> int:
@@ -170,7 +170,7 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
     prefix = _private_tmp_prefix(private_tmp)
     real_tmp_before = set(os.listdir("/tmp"))
     port = _free_port()
-    argv = [*(prefix or []), sys.executable, "-m", "infra", "up", "--data-dir", str(data_dir), "--port", str(port)]
+    argv = [*(prefix or []), sys.executable, "-m", "turnout", "up", "--data-dir", str(data_dir), "--port", str(port)]
     base = f"http://127.0.0.1:{port}"
     stderr_path = tmp_path / "up.stderr"
 
@@ -211,13 +211,13 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
 
         # `source <data_dir>/env` points the CLI at the running stack.
         env_file = data_dir / "env"
-        cli = subprocess.run(["bash", "-c", f"source {env_file} && exec {sys.executable} -m infra keys list"],
+        cli = subprocess.run(["bash", "-c", f"source {env_file} && exec {sys.executable} -m turnout keys list"],
                              env={**_clean_env(), "COLUMNS": "200"}, capture_output=True, text=True, timeout=60,
                              cwd=services.REPO_ROOT)
         assert cli.returncode == 0 and "local admin (turnout up)" in cli.stdout, cli.stderr
 
         # A second `up` on the same data directory is refused while this one runs.
-        clash = subprocess.run([sys.executable, "-m", "infra", "up", "--data-dir", str(data_dir), "--port",
+        clash = subprocess.run([sys.executable, "-m", "turnout", "up", "--data-dir", str(data_dir), "--port",
                                 str(_free_port())], env=_clean_env(), capture_output=True, text=True, timeout=60,
                                cwd=services.REPO_ROOT)
         assert clash.returncode == 1 and "another `turnout up`" in clash.stderr, clash.stderr
@@ -257,7 +257,7 @@ def test_port_in_use_is_refused_with_what_to_do(tmp_path: Path) -> None:
         busy.listen()
         port = busy.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "infra", "up", "--data-dir", str(tmp_path / "data"), "--port", str(port)],
+            [sys.executable, "-m", "turnout", "up", "--data-dir", str(tmp_path / "data"), "--port", str(port)],
             env=_clean_env(), capture_output=True, text=True, timeout=60, cwd=services.REPO_ROOT,
         )
     assert result.returncode == 1
@@ -269,7 +269,7 @@ def test_unusable_data_dir_is_refused_with_what_to_do(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     result = subprocess.run(
-        [sys.executable, "-m", "infra", "up", "--data-dir", str(blocker / "data"), "--port", str(_free_port())],
+        [sys.executable, "-m", "turnout", "up", "--data-dir", str(blocker / "data"), "--port", str(_free_port())],
         env=_clean_env(), capture_output=True, text=True, timeout=60, cwd=services.REPO_ROOT,
     )
     assert result.returncode == 1

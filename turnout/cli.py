@@ -144,19 +144,19 @@ def main() -> None:
 
 
 def _register_subcommands() -> None:
-    from api.cli import keys_app
+    from turnout.keys_cli import keys_app
 
     app.add_typer(keys_app, name="keys")
-    from infra.status_cli import status
+    from turnout.status_cli import status
 
     app.command("status")(status)
-    from infra.up_cli import up
+    from turnout.up_cli import up
 
     app.command("up")(up)
-    from retrieval.cli import reembed
+    from turnout.reembed_cli import reembed
 
     app.command("reembed")(reembed)
-    from router.cli import eval_command
+    from turnout.eval_cli import eval_command
 
     app.command("eval")(eval_command)
 

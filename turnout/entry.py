@@ -1,6 +1,6 @@
 """The `turnout` console script: the CLI, with Ctrl-C quiet even while it is still importing.
 
-`infra.cli` imports every command's module (the API, the workers' settings, the embedded stack);
+`turnout.cli` imports every command's module (the API, the workers' settings, the embedded stack);
 a Ctrl-C during those imports would otherwise end in a traceback although nothing was started.
 """
 
@@ -11,7 +11,7 @@ import sys
 
 def main() -> None:
     try:
-        from infra.cli import main as cli_main
+        from turnout.cli import main as cli_main
 
         cli_main()
     except KeyboardInterrupt:

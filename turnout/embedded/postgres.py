@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 
-from infra.embedded import EmbeddedError
-from infra.embedded.processes import wait_gone
+from turnout.embedded import EmbeddedError
+from turnout.embedded.processes import wait_gone
 
 DATABASE = "turnout"
 _SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes including the terminating NUL

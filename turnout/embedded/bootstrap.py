@@ -23,8 +23,8 @@ from infra.corpus import SAMPLE_CORPUS, ArticleRecord, BadLine, read_corpus
 from infra.db.api_keys import create_key, verify_token
 from infra.db.articles import count_localizations, upsert_records
 from infra.db.pool import create_pool
-from infra.embedded import EmbeddedError
 from infra.settings import Settings
+from turnout.embedded import EmbeddedError
 
 ADMIN_KEY_FILE = "admin-key"
 STATE_FILE = "state.json"

@@ -1,3 +1,0 @@
-from infra.entry import main
-
-main()

@@ -1,0 +1,3 @@
+from turnout.entry import main
+
+main()
