@@ -1,7 +1,7 @@
 """Task statistics in Redis: what Celery workers did, readable by any process.
 
 Workers write (``workers/signals.py``); the API, `turnout status` and `/metrics` read
-(``infra/ops.py``). Memory is bounded by construction:
+(``api/ops.py``). Memory is bounded by construction:
 
 - per queue and per minute, one hash with counters and two sparse latency histograms
   (run time, queue wait); it expires after ``BUCKET_TTL_S`` so only the last two hours exist;

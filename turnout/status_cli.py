@@ -14,9 +14,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from api.health import HealthReport, check_health
+from api.ops import OpsSummary, ops_summary
 from infra.db.pool import create_pool
-from infra.health import HealthReport, check_health
-from infra.ops import OpsSummary, ops_summary
 from infra.redis import create_async_redis
 from infra.settings import get_settings
 

@@ -20,10 +20,10 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from api.deps import AdminKey, Pool, Redis, SettingsDep
 from api.errors import ApiError
+from api.health import HealthReport, check_health
+from api.metrics import CONTENT_TYPE, render
+from api.ops import OpsData, OpsSummary, gather_ops, summarize
 from api.schemas import error_responses
-from infra.health import HealthReport, check_health
-from infra.metrics import CONTENT_TYPE, render
-from infra.ops import OpsData, OpsSummary, gather_ops, summarize
 from infra.settings import Settings
 
 log = logging.getLogger("turnout.api.ops")

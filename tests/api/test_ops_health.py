@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from api.health import check_health
 from infra.db.pool import create_pool
-from infra.health import check_health
 from infra.redis import create_async_redis
 from infra.settings import Settings
 from tests.api.support import ApiServer, free_port, stack_settings, wait_until

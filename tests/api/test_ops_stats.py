@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from api.ops import reembed_summary
 from infra.db.reembed import Run
-from infra.ops import reembed_summary
 from infra.settings import Settings
 from infra.taskstats import (
     BOUNDS_S,

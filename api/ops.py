@@ -2,7 +2,7 @@
 
 One function gathers the raw figures (`gather_ops`), one shapes them for people and JSON
 (`summarize` -> `OpsSummary`, served by /v1/ops/queues, drawn by the dashboard, printed by
-`turnout status`); infra/metrics.py exposes the same `OpsData` to Prometheus.
+`turnout status`); api/metrics.py exposes the same `OpsData` to Prometheus.
 """
 
 from __future__ import annotations

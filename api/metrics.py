@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from infra.ops import OpsData, reembed_summary
+from api.ops import OpsData, reembed_summary
 from infra.status import JobStatus
 from infra.taskstats import PROMETHEUS_BOUNDS_S
 
