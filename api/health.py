@@ -24,7 +24,7 @@ from qdrant_client import AsyncQdrantClient
 from infra.results import WireModel
 from infra.settings import EmbeddingProvider, Settings
 from infra.status import Queue
-from infra.taskstats import WorkerInfo, read_workers
+from workers.taskstats import WorkerInfo, read_workers
 
 CheckStatus = Literal["up", "down", "not_configured"]
 CHECK_TIMEOUT_S = 2.0

@@ -16,6 +16,7 @@ from infra.db.key_cache import ApiKeyCache
 from infra.db.pool import create_pool
 from infra.redis import create_async_redis
 from infra.settings import Settings, get_settings
+from workers.dispatch import create_producer
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -34,7 +35,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise
         redis = create_async_redis(settings)
         app.state.turnout = AppState(
-            settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys
+            settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys,
+            producer=create_producer(settings),
         )
         try:
             yield

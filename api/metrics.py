@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from api.ops import OpsData, reembed_summary
 from infra.status import JobStatus
-from infra.taskstats import PROMETHEUS_BOUNDS_S
+from workers.taskstats import PROMETHEUS_BOUNDS_S
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -23,7 +23,8 @@ from infra.db.reembed import Run, list_runs
 from infra.results import WireModel
 from infra.settings import Settings
 from infra.status import JobStatus, Queue
-from infra.taskstats import (
+from retrieval.reembed import run_rate
+from workers.taskstats import (
     PROMETHEUS_BOUNDS_S,
     WINDOWS_MIN,
     Histogram,
@@ -329,24 +330,16 @@ def _webhooks(row: asyncpg.Record) -> WebhookSummary:
 
 
 def reembed_summary(run: Run | None, *, now: datetime | None = None) -> ReembedSummary | None:
-    """Progress as the re-embedding API reports it (retrieval/reembed.py `run_document`): rate =
-    localizations done per second since the start, ETA = what is left at that rate."""
+    """Progress as the re-embedding API reports it (retrieval/reembed.py `run_rate`)."""
     if run is None:
         return None
-    now = now or datetime.now(UTC)
-    rate: float | None = None
-    eta: float | None = None
-    if run.started_at is not None and run.done > 0:
-        elapsed = max(((run.finished_at or now) - run.started_at).total_seconds(), 1e-3)
-        rate = run.done / elapsed
-        if run.status in ("queued", "running"):
-            eta = round(max(run.total - run.done - run.failed, 0) / rate, 1)
+    rate = run_rate(run, now=now)
     processed = run.done + run.failed
     return ReembedSummary(
         id=run.id, status=run.status, model=run.model, collection=run.collection, total=run.total,
         done=run.done, failed=run.failed, chunks_embedded=run.embedded, chunks_skipped=run.skipped,
         progress=round(min(processed / run.total, 1.0), 4) if run.total else 1.0,
-        rate_per_s=None if rate is None else round(rate, 3), eta_s=eta, error=run.error,
+        rate_per_s=rate.rate_per_s, eta_s=rate.eta_s, error=run.error,
         created_at=run.created_at, started_at=run.started_at, updated_at=run.updated_at,
         finished_at=run.finished_at,
     )

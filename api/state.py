@@ -10,6 +10,7 @@ import redis.asyncio as aioredis
 from infra.db.job_listener import JobEventListener
 from infra.db.key_cache import ApiKeyCache
 from infra.settings import Settings
+from workers.dispatch import Producer
 
 
 @dataclass
@@ -19,3 +20,4 @@ class AppState:
     redis: aioredis.Redis
     job_events: JobEventListener
     api_keys: ApiKeyCache
+    producer: Producer  # sends the job and webhook messages

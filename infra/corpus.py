@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from infra.results import Language
 from infra.text import content_hash, to_plain_text
 from infra.validation import first_error
 
@@ -23,7 +23,7 @@ class ArticleRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str = Field(min_length=1, max_length=200)
-    language: Literal["ru", "en", "de"]
+    language: Language
     title: str = Field(min_length=1)
     summary: str = ""
     body_html_or_md: str = ""

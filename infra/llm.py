@@ -16,6 +16,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_base, wait_random_exponential
 
 from infra.settings import Settings
+from infra.transient import parse_retry_after, retryable_status
 
 
 def create_llm_client(settings: Settings, *, timeout_s: float | None = None) -> openai.AsyncOpenAI:
@@ -33,19 +34,14 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
         return True
     if isinstance(exc, openai.APIStatusError):
-        return exc.status_code >= 500 or exc.status_code == 408
+        return retryable_status(exc.status_code)
     return False
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:
     """The server's `Retry-After` (seconds form), if it sent one."""
     if isinstance(exc, openai.APIStatusError):
-        value = exc.response.headers.get("retry-after")
-        if value:
-            try:
-                return max(0.0, float(value))
-            except ValueError:
-                return None
+        return parse_retry_after(exc.response.headers.get("retry-after"))
     return None
 
 

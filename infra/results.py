@@ -7,14 +7,15 @@ Field names are camelCase on the wire.
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from infra.status import ResultStatus, ResultType
 
-Language = Literal["ru", "en", "de"]
+Language = Literal["ru", "en", "de"]  # Turnout's languages: defined here only
+LANGUAGES: tuple[Language, ...] = get_args(Language)
 Sort = Literal["newest", "oldest"]
 
 

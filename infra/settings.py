@@ -97,7 +97,7 @@ class Settings(BaseSettings):
     webhook_max_age_s: PositiveFloat = 24 * 3600.0
     page_cache_ttl_s: PositiveInt = 24 * 3600
     # Celery's own task events (for Flower or `celery events`). Turnout's queue health comes from
-    # its signal handlers (infra/taskstats.py), so they are off: each costs a Redis PUBLISH per
+    # its signal handlers (workers/taskstats.py), so they are off: each costs a Redis PUBLISH per
     # task state (sent, received, started, succeeded) that nobody reads.
     celery_task_events: bool = False
 

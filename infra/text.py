@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import unicodedata
 from html.parser import HTMLParser
 
 _BLOCK_TAGS = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "tr", "blockquote"}
@@ -72,3 +73,9 @@ def content_hash(*parts: str) -> str:
         digest.update(part.encode())
         digest.update(b"\x00")
     return digest.hexdigest()
+
+
+def squash_controls(text: str) -> str:
+    """Control characters (NUL above all, which PostgreSQL text rejects) become spaces, and runs
+    of whitespace one space: free text from a user or a model, ready to store and search."""
+    return " ".join("".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text).split())

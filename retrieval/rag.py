@@ -20,15 +20,15 @@ import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import asyncpg
 import openai
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from infra.db.audit import AuditEvent, insert_audit_events
 from infra.db.collections import CollectionVersion, active_version, get_version
-from infra.db.rag_audit import insert_rag_audit
 from infra.db.rag_sources import SourceArticle, visible_sources
 from infra.llm import create_llm_client, llm_retrying
 from infra.results import Language, Source, Usage
@@ -37,9 +37,6 @@ from infra.status import ResultStatus
 from infra.vectors import Hit, VectorStore, VectorStoreError, process_vector_store
 from retrieval.chunking import estimate_tokens
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
-
-if TYPE_CHECKING:
-    from workers._runtime import Runtime
 
 log = logging.getLogger("turnout.rag")
 
@@ -124,18 +121,16 @@ class RagContext:
     llm: openai.AsyncOpenAI | None  # None: no LLM configured → extractive answers
 
     @classmethod
-    async def from_runtime(cls, rt: Runtime) -> RagContext:
-        ctx: RagContext | None = rt.extras.get("rag_context")
-        if ctx is None:
-            ctx = cls(
-                settings=rt.settings,
-                pool=await rt.pool(),
-                store=process_vector_store(rt.settings),
-                embedders=EmbedderRegistry(rt.settings),
-                llm=create_llm_client(rt.settings) if rt.settings.llm_configured else None,
-            )
-            rt.extras["rag_context"] = ctx
-        return ctx
+    def for_settings(cls, settings: Settings, pool: asyncpg.Pool) -> RagContext:
+        """The production wiring: this process's vector store, the embedders, the LLM client when
+        one is configured (None: extractive answers)."""
+        return cls(
+            settings=settings,
+            pool=pool,
+            store=process_vector_store(settings),
+            embedders=EmbedderRegistry(settings),
+            llm=create_llm_client(settings) if settings.llm_configured else None,
+        )
 
 
 @dataclass
@@ -328,13 +323,14 @@ async def _audit(
     scope: list[str] | None,
 ) -> None:
     try:
-        await insert_rag_audit(
-            ctx.pool, job_id=job_id, model=call.model, input_tokens=call.usage.input_tokens,
+        # The answer LLM call's model, tokens and latency, so ops metrics count RAG tokens too.
+        await insert_audit_events(ctx.pool, [AuditEvent(
+            "rag_answer", job_id=job_id, model=call.model, input_tokens=call.usage.input_tokens,
             output_tokens=call.usage.output_tokens, latency_ms=call.latency_ms,
             outcome="llm" if call.answer is not None else "extractive", error=call.error,
             arguments={"language": language, "answerLanguage": answer_language,
                        "scopeSize": None if scope is None else len(scope), "llmCalls": call.usage.llm_calls},
-        )
+        )])
     except asyncpg.PostgresError:
         # The answer must not be lost because its audit row could not be written.
         log.exception("could not write the rag_answer audit row for job %s", job_id)

@@ -11,10 +11,10 @@ active one meanwhile:
   batches wrote, builds its index, and switches reads in one step (server: the Qdrant
   alias; Edge: ``collection_versions.active``), then drops versions older than the previous.
 
-Batches are Celery tasks on the ``embeddings`` queue; their status lives in Postgres, a batch
-is idempotent (its points are deleted and rewritten under deterministic ids, its counts are
-added once), and ``resume_reembed_runs`` re-enqueues the pending batches of a run that
-stopped making progress (a killed worker, lost messages).
+Batches run as tasks on the ``embeddings`` queue (sent by workers/reembed.py); their status lives
+in Postgres, a batch is idempotent (its points are deleted and rewritten under deterministic ids,
+its counts are added once), and ``workers.reembed.resume_reembed_runs`` re-enqueues the pending
+batches of a run that stopped making progress (a killed worker, lost messages).
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
-from celery import Celery
 
 from infra.db import collections as versions_db
 from infra.db import reembed as runs_db
 from infra.db.reembed import Batch, Run, RunConflict
+from infra.results import LANGUAGES
 from infra.settings import ConfigError, EmbeddingProvider, Settings, get_settings
-from infra.status import Queue
 from infra.vectors import ChunkPoint, VectorStoreError
 from retrieval.chunking import CHUNKER_VERSION, chunk_localization, embedding_input, point_id
 from retrieval.embeddings import LOCAL_DIMENSION, EmbeddingError, OpenAIEmbedder, check_model
@@ -44,8 +43,6 @@ log = logging.getLogger("turnout.reembed")
 
 DEFAULT_BATCH_SIZE = 16  # localizations per embed batch: ~60 chunks, about a second of USE on 2 cores
 COPY_BATCH_SIZE = 200  # localizations per carry-over batch (no embedding, just vector copies)
-BATCH_TASK = f"turnout.{Queue.EMBEDDINGS.value}.reembed_batch"
-FINALIZE_TASK = f"turnout.{Queue.EMBEDDINGS.value}.finalize_run"
 
 __all__ = [
     "ReembedError",
@@ -53,9 +50,8 @@ __all__ = [
     "create_reembed_run",
     "finalize_run",
     "process_batch",
-    "resume_reembed_runs",
     "run_document",
-    "start_reembed_run",
+    "run_rate",
 ]
 
 
@@ -82,7 +78,7 @@ async def create_reembed_run(
     """Validate, plan and record a run (run row + batches + its collection version row).
     Returns the run id and its batch numbers; nothing is enqueued."""
     settings = settings or get_settings()
-    if language is not None and language not in ("ru", "en", "de"):
+    if language is not None and language not in LANGUAGES:
         raise ReembedError("language", f"language must be ru, en or de, not {language!r}")
     if ids is not None:
         ids = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
@@ -151,60 +147,6 @@ async def _model_dimension(settings: Settings, model: str) -> int:
         raise ReembedError("model", str(exc)) from exc
     finally:
         await embedder.client.close()
-
-
-_apps: dict[tuple[str, str], Celery] = {}
-
-
-def _celery(settings: Settings) -> Celery:
-    """The Celery app for these settings' broker and key prefix: the process's own app when it
-    was configured with them, else one made for them (an isolated stack, or settings that
-    changed after `workers.app` was imported, as `turnout up` does)."""
-    from workers.app import celery_app, create_celery  # late: the app reads settings when imported
-
-    conf = celery_app.conf
-    prefix = settings.redis_prefix + "celery:"
-    same_broker = not settings.redis_url or conf.broker_url == settings.redis_url
-    if same_broker and conf.broker_transport_options.get("global_keyprefix") == prefix:
-        return celery_app
-    key = (settings.redis_url, settings.redis_prefix)
-    if key not in _apps:
-        _apps[key] = create_celery(settings)
-    return _apps[key]
-
-
-def _send(settings: Settings, task: str, *args: Any) -> None:
-    # No expiry: a batch waiting behind a long run must still run (resume covers lost ones).
-    _celery(settings).send_task(task, args=list(args), queue=Queue.EMBEDDINGS.value)
-
-
-async def enqueue_batches(settings: Settings, run_id: str, batch_numbers: Sequence[int]) -> None:
-    def send_all() -> None:
-        for no in batch_numbers:
-            _send(settings, BATCH_TASK, run_id, no)
-
-    await asyncio.to_thread(send_all)
-
-
-async def start_reembed_run(
-    pool: asyncpg.Pool,
-    *,
-    language: str | None = None,
-    ids: list[str] | None = None,
-    model: str | None = None,
-    batch_size: int | None = None,
-    settings: Settings | None = None,
-) -> str:
-    """Plan a run and enqueue its batches on ``embeddings``; returns the run id. Also indexes a
-    fresh installation (no active version yet). Raises ReembedError (bad request) or
-    RunConflict (a run is already open)."""
-    settings = settings or get_settings()
-    run_id, batch_numbers = await create_reembed_run(
-        pool, language=language, ids=ids, model=model, batch_size=batch_size, settings=settings
-    )
-    await enqueue_batches(settings, run_id, batch_numbers)
-    log.info("re-embedding run %s started: %d batches", run_id, len(batch_numbers))
-    return run_id
 
 
 # ---- batches (in the vector worker: the only process that opens the store) ----
@@ -360,42 +302,26 @@ async def _drop_retired(ctx: RagContext) -> None:
             log.exception("could not drop retired collection %s (will retry after the next run)", name)
 
 
-# ---- resuming ----
-async def resume_reembed_runs(
-    pool: asyncpg.Pool, *, stale_after_s: float | None = None, settings: Settings | None = None
-) -> int:
-    """Re-enqueue the pending batches of open runs that made no progress for ``stale_after_s``
-    (default: the job lease); a run with nothing pending gets its finalization re-enqueued.
-    Safe to call from any process (it only sends messages); duplicates are no-ops. Returns
-    the number of messages sent."""
-    settings = settings or get_settings()
-    stale = settings.job_lease_s if stale_after_s is None else stale_after_s
-    sent = 0
-    for run_id in await runs_db.stale_open_runs(pool, stale_after_s=stale):
-        pending = await runs_db.pending_batch_numbers(pool, run_id)
-        if pending:
-            await enqueue_batches(settings, run_id, pending)
-            sent += len(pending)
-        else:
-            await asyncio.to_thread(_send, settings, FINALIZE_TASK, run_id)
-            sent += 1
-        await runs_db.touch_run(pool, run_id)  # the next sweep waits another stale period
-        log.info("resumed re-embedding run %s: %d pending batch(es) re-enqueued", run_id, len(pending))
-    return sent
-
-
 # ---- progress ----
+@dataclass(frozen=True)
+class RunRate:
+    rate_per_s: float | None  # localizations done per second since the run started (3 decimals)
+    eta_s: float | None  # what is left at that rate (1 decimal); None once the run is closed
+
+
+def run_rate(run: Run, *, now: datetime | None = None) -> RunRate:
+    """A run's rate and ETA, as the re-embedding API, the CLI and the ops summary report them."""
+    if run.started_at is None or run.done <= 0:
+        return RunRate(None, None)
+    end = run.finished_at or now or datetime.now(UTC)
+    rate = run.done / max((end - run.started_at).total_seconds(), 1e-3)
+    eta = max(run.total - run.done - run.failed, 0) / rate if run.status in runs_db.OPEN_STATUSES else None
+    return RunRate(round(rate, 3), None if eta is None else round(eta, 1))
+
+
 def run_document(run: Run, *, now: datetime | None = None) -> dict[str, Any]:
     """A run as the API and the CLI show it: counts, rate (articles/s) and ETA."""
-    now = now or datetime.now(UTC)
-    rate: float | None = None
-    eta: float | None = None
-    if run.started_at is not None and run.done > 0:
-        end = run.finished_at or now
-        elapsed = max((end - run.started_at).total_seconds(), 1e-3)
-        rate = run.done / elapsed
-        if run.status in runs_db.OPEN_STATUSES:
-            eta = max(run.total - run.done - run.failed, 0) / rate
+    rate = run_rate(run, now=now)
     return {
         "id": run.id,
         "status": run.status,
@@ -410,8 +336,8 @@ def run_document(run: Run, *, now: datetime | None = None) -> dict[str, Any]:
         "chunksSkipped": run.skipped,
         "batches": run.batches,
         "pendingBatches": run.pending_batches,
-        "ratePerS": round(rate, 3) if rate is not None else None,
-        "etaS": round(eta, 1) if eta is not None else None,
+        "ratePerS": rate.rate_per_s,
+        "etaS": rate.eta_s,
         "error": run.error,
         "createdAt": run.created_at.isoformat(),
         "startedAt": run.started_at.isoformat() if run.started_at else None,

@@ -16,7 +16,6 @@ then id) so pages are stable.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -25,11 +24,11 @@ import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from infra.db import search as search_db
-from infra.results import ArticlesPage, NormalizedSearch, SearchItem
+from infra.results import LANGUAGES, ArticlesPage, NormalizedSearch, SearchItem
 from infra.settings import Limits
+from infra.text import squash_controls
 from infra.validation import first_error
 
-LANGUAGES = ("ru", "en", "de")
 SORTS = ("newest", "oldest")
 TEXT_MAX_CHARS = 256  # longer text is cut at a word boundary and reported
 MAX_PAGE = 100_000  # keeps OFFSET far from overflow; pages past the last one are simply empty
@@ -130,9 +129,7 @@ def _parse_date(field: str, value: str) -> date:
 
 
 def _normalize_text(raw: str, adjustments: list[str]) -> str | None:
-    # Control characters (NUL above all, which PostgreSQL text rejects) become spaces.
-    cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in raw)
-    text = " ".join(cleaned.split())
+    text = squash_controls(raw)
     if len(text) > TEXT_MAX_CHARS:
         head = text[: TEXT_MAX_CHARS + 1]
         cut = head.rsplit(" ", 1)[0] if " " in head else head[:TEXT_MAX_CHARS]

@@ -8,15 +8,15 @@ from typing import Any
 import asyncpg
 
 from infra.db.audit import AuditEvent, insert_audit_events
-from infra.db.journal import Journal
+from router.hooks import Narrator
 
 
 class AuditTrail:
     """Events for one routing job. Without a pool (the eval harness) they stay in memory only.
-    With a `Journal` (the job runner) rows are written in the background, in order; the runner
-    flushes it before the job's final state."""
+    With a `Narrator` (the job runner's journal) rows are written in the background, in order; the
+    runner waits for it before the job's final state."""
 
-    def __init__(self, pool: asyncpg.Pool | None, job_id: str | None, journal: Journal | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool | None, job_id: str | None, journal: Narrator | None = None) -> None:
         self.pool = pool
         self.job_id = job_id
         self.journal = journal

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -21,6 +20,7 @@ from infra.db.pool import DatabaseUnavailable
 from infra.results import ArticlesPage, Language, NormalizedSearch, QuestionResult
 from infra.settings import Limits
 from infra.status import ResultStatus, ResultType
+from infra.text import squash_controls
 from infra.validation import first_error
 from retrieval.search import SearchArgumentError, normalize_search
 from router.audit import AuditTrail
@@ -164,8 +164,7 @@ class CallValidator:
             ask = AskArgs.model_validate(dict(args))
         except ValidationError as exc:
             return Rejection(tool, dict(args), _ask_error(tool, exc))
-        # Control characters (NUL above all, which PostgreSQL text rejects) become spaces, as in search text.
-        question = " ".join("".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in ask.question).split())
+        question = squash_controls(ask.question)  # as in search text
         if not question:
             return Rejection(tool, dict(args), f"{tool}: argument 'question' must not be empty")
         if len(question) > self.limits.question_max_chars:

@@ -16,42 +16,35 @@ the same normalized question today -> no LLM call (`routedBy: "cache"`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, NoReturn, cast, get_args
+from typing import Any, NoReturn, cast
 
 import asyncpg
 import redis.asyncio as aioredis
 
-from infra.db.journal import Journal
-from infra.results import Language, QuestionResult, Usage
+from infra.results import LANGUAGES, Language, QuestionResult, Usage
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.engine import Engine, EngineError, EngineRequest, OpenAIEngine, ToolIntent, Turn
 from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, NO_TOOL_CALL, RoutingFailed
-from router.executor import QueueExecutor, ToolExecutor
+from router.executor import ToolExecutor
 from router.fallback import fallback_decision
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
+from router.hooks import RunHooks
 from router.language import detect_language
 from router.limits import JobBudget
 from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt
 from router.ratelimit import LLMRateLimiter, RateLimitDeadline
 from router.tools import ToolRegistry, default_registry
 
-if TYPE_CHECKING:
-    from workers._runtime import Runtime
-
 __all__ = [
     "RouteRequest", "RouterDeps", "RoutingDecision", "RoutingFailed", "decide_fallback", "decide_question",
     "route_question",
 ]
 
-_LANGUAGES: tuple[str, ...] = get_args(Language)
-EventSink = Callable[[str, dict[str, Any]], Awaitable[None]]
-Gate = Callable[[], Awaitable[None]]
 
 _REFUSAL: dict[Language, str] = {
     "en": "Turnout answers questions about its articles. This message is not one, so nothing was searched.",
@@ -70,8 +63,8 @@ class RouteRequest:
     today: date | None = None  # default: today in UTC
 
     def __post_init__(self) -> None:
-        if self.answer_language is not None and self.answer_language not in _LANGUAGES:
-            raise ValueError(f"answer_language {self.answer_language!r} is not one of {', '.join(_LANGUAGES)}")
+        if self.answer_language is not None and self.answer_language not in LANGUAGES:
+            raise ValueError(f"answer_language {self.answer_language!r} is not one of {', '.join(LANGUAGES)}")
 
     @property
     def language(self) -> Language | None:
@@ -91,18 +84,14 @@ class RouterDeps:
     fallback_on_llm_error: bool = True  # the eval harness turns it off to measure the model alone
 
     @classmethod
-    async def from_runtime(cls, rt: Runtime) -> RouterDeps:
-        """Built once per worker thread; fails start-up on configuration errors (tool names, URLs)."""
-        settings = rt.settings
+    def for_settings(cls, settings: Settings, *, pool: asyncpg.Pool | None, redis: aioredis.Redis | None,
+                     executor: ToolExecutor) -> RouterDeps:
+        """The production wiring: the LLM engine when one is configured, its rate limiter; fails
+        on configuration errors (tool names, URLs)."""
         registry = default_registry()
         engine = OpenAIEngine(settings, registry) if settings.llm_configured else None
         return cls(
-            settings=settings,
-            pool=await rt.pool(),
-            redis=await rt.redis(),
-            executor=QueueExecutor(),
-            engine=engine,
-            registry=registry,
+            settings=settings, pool=pool, redis=redis, executor=executor, engine=engine, registry=registry,
             rate_limiter=LLMRateLimiter.from_settings(settings) if engine is not None else None,
         )
 
@@ -124,26 +113,20 @@ class RoutingDecision:
 async def route_question(
     deps: RouterDeps,
     req: RouteRequest,
-    *,
-    on_event: EventSink | None = None,
-    journal: Journal | None = None,
-    before_tool: Gate | None = None,
+    hooks: RunHooks | None = None,
 ) -> QuestionResult:
-    """Route and execute. With a `journal`, audit rows are written through it (in the background,
-    in order; the caller flushes it), otherwise each as it happens. `before_tool` is awaited
-    before any tool runs (the job runner's claim: it may raise to stop the routing)."""
-    result = await _Run(deps, req, on_event, journal, before_tool).route()
-    assert isinstance(result, QuestionResult)
-    return result
+    """Route and execute. With a `hooks.narrator`, audit rows are written through it (in the
+    background, in order; the caller waits for it), otherwise each as it happens."""
+    return await _Run(deps, req, hooks or RunHooks()).execute()
 
 
 async def decide_question(deps: RouterDeps, req: RouteRequest) -> RoutingDecision:
     """The LLM's validated decision, corrections included, but nothing executed."""
     if deps.engine is None:
         return decide_fallback(deps.settings, req, deps.registry)
-    run = _Run(deps, req, None)
+    run = _Run(deps, req, RunHooks())
     try:
-        outcome = await run.route(dry_run=True)
+        outcome = await run.decide()
     except RoutingFailed as exc:
         return RoutingDecision(None, {}, "llm", exc.usage, run.budget.rounds, error=exc.code, message=exc.message)
     usage = run.budget.usage.model_copy()
@@ -176,21 +159,19 @@ class _Run:
         self,
         deps: RouterDeps,
         req: RouteRequest,
-        on_event: EventSink | None,
-        journal: Journal | None = None,
-        before_tool: Gate | None = None,
+        hooks: RunHooks,
     ) -> None:
         self.deps = deps
         self.req = req
-        self.on_event = on_event
-        self.before_tool = before_tool
+        self.on_event = hooks.on_event
+        self.before_tool = hooks.before_tool
         self.settings = deps.settings
         self.today = req.today or datetime.now(UTC).date()
         self.question = " ".join(req.question.split())
         self.user_language: Language = detect_language(self.question) if self.question else "en"
         self.budget = JobBudget(self.settings.limits)
-        self.journal = journal
-        self.audit = AuditTrail(deps.pool, req.job_id, journal)
+        self.narrator = hooks.narrator
+        self.audit = AuditTrail(deps.pool, req.job_id, hooks.narrator)
         self.validator = CallValidator(
             deps.registry, self.settings.limits, today=self.today, question=self.question,
             user_language=self.user_language, page_size=req.page_size, answer_language=req.language,
@@ -208,12 +189,22 @@ class _Run:
             await self.on_event(kind, data)
 
     # ---- entry ----
-    async def route(self, *, dry_run: bool = False) -> QuestionResult | ValidatedCall:
+    async def execute(self) -> QuestionResult:
+        """Route and run the chosen tool: the job's result."""
+        outcome = await self._guarded(dry_run=False)
+        assert isinstance(outcome, QuestionResult)  # only a dry run stops at a validated call
+        return outcome
+
+    async def decide(self) -> QuestionResult | ValidatedCall:
+        """Route without running a tool: the validated call, or the refusal/fallback result."""
+        return await self._guarded(dry_run=True)
+
+    async def _guarded(self, *, dry_run: bool) -> QuestionResult | ValidatedCall:
         await self.emit("routing", {"llm": self.deps.engine is not None})
         try:
             outcome = await self._route(dry_run)
-            if self.journal is not None:
-                self.journal.hold()  # no await since the last rows: they go with the job's final state
+            if self.narrator is not None:
+                self.narrator.hold()  # no await since the last rows: they go with the job's final state
             return outcome
         except RateLimitDeadline as exc:
             await self._fail(LIMIT_DEADLINE, str(exc))
@@ -387,8 +378,8 @@ class _Run:
     # ---- cache and fallback ----
     async def _remember(self, decision: CachedDecision) -> None:
         assert self.cache is not None
-        if self.journal is not None:  # the job runner: written while the job finishes
-            self.journal.alongside(self.cache.put(self.question, self.today, decision), label="decision cache")
+        if self.narrator is not None:  # the job runner: written while the job finishes
+            self.narrator.alongside(self.cache.put(self.question, self.today, decision), label="decision cache")
         else:
             await self.cache.put(self.question, self.today, decision)
 

@@ -1,8 +1,8 @@
 """Shared fixtures: real PostgreSQL (a throwaway database), real Redis (a throwaway key
 prefix), real Celery worker processes, and the scripted OpenAI-compatible LLM server.
 
-The environment is set here, at import, because `workers.app` reads settings when it is
-imported (during collection) and worker subprocesses inherit the same variables.
+The environment is set here, at import, because settings are read (and cached) at their first
+use, which can come during collection, and worker subprocesses inherit the same variables.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def worker(
     unknown = set(queues.split(",")) - {q.value for q in Queue}
     if unknown:
         raise typer.BadParameter(f"unknown queue(s) {sorted(unknown)}; known: {[q.value for q in Queue]}")
-    from workers.app import celery_app
+    from workers.app import process_app
 
     argv = ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "--loglevel", "INFO"]
     if name:
@@ -108,7 +108,7 @@ def worker(
     if beat:  # the schedule's state lives with the deployment's other data
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         argv += ["-B", "--schedule", str(settings.data_dir / "celerybeat-schedule")]
-    celery_app.worker_main(argv)
+    process_app().worker_main(argv)
 
 
 @app.command()

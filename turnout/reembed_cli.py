@@ -19,7 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from infra.db import reembed as runs_db
 from infra.db.pool import create_pool
 from infra.settings import get_settings
-from retrieval.reembed import ReembedError, RunConflict, run_document, start_reembed_run
+from retrieval.reembed import ReembedError, RunConflict, run_document
+from workers.reembed import start_reembed_run
 
 console = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
 

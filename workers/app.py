@@ -1,22 +1,32 @@
-"""The one Celery application: queues, durable task defaults, routing by task name.
+"""The Celery application: queues, durable task defaults, routing by task name.
 
-Start a worker per queue with `turnout worker --queues rag,embeddings` (or plain
-`celery -A workers.app worker -Q rag`).
+Nothing is built at import: `create_celery(settings)` makes an app (every task registered, see
+`workers.base`), `app_for(settings)` keeps one per broker and key prefix in a process (the
+sending side: the API, the runner, re-embedding), and `process_app()` is this process's own,
+from its settings. `celery -A workers.app worker -Q rag` (what `turnout worker` runs) finds
+`app`, which builds `process_app()` when Celery first asks for it: the worker's start-up.
 """
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from celery import Celery
 from kombu import Queue as KombuQueue
 
+from infra.redis import key
 from infra.settings import Settings, get_settings
 from infra.status import Queue
+from workers import registry
 
 
 def create_celery(settings: Settings) -> Celery:
-    app = Celery("turnout")
+    from workers.base import register_tasks  # the task modules import this one's callers
+
+    app = Celery("turnout", set_as_current=False)
     transport = {
-        "global_keyprefix": settings.redis_prefix + "celery:",
+        "global_keyprefix": key(settings, "celery", ""),
         # A message not acked within this window is redelivered (worker lost mid-task).
         "visibility_timeout": max(int(settings.job_lease_s) * 2, 600),
     }
@@ -24,7 +34,7 @@ def create_celery(settings: Settings) -> Celery:
         broker_url=settings.redis_url or "redis://127.0.0.1:6379/0",
         broker_transport_options=transport,
         result_backend=settings.redis_url or "redis://127.0.0.1:6379/0",
-        result_backend_transport_options={"global_keyprefix": settings.redis_prefix + "celery-result:"},
+        result_backend_transport_options={"global_keyprefix": key(settings, "celery-result", "")},
         result_expires=3600,
         task_ignore_result=True,  # Postgres is the truth for job state
         task_serializer="json",
@@ -49,18 +59,41 @@ def create_celery(settings: Settings) -> Celery:
         # front worker (`-B`). A tick that waited longer than the interval is dropped, not piled up.
         beat_schedule={
             "sweep-orphans": {
-                "task": f"turnout.{Queue.MAINTENANCE.value}.sweep",
+                "task": registry.SWEEP.name,
                 "schedule": settings.job_sweep_interval_s,
-                "options": {"queue": Queue.MAINTENANCE.value, "expires": settings.job_sweep_interval_s},
+                "options": {"queue": registry.SWEEP.queue.value, "expires": settings.job_sweep_interval_s},
             }
         },
     )
+    register_tasks(app, settings)
     return app
 
 
-celery_app = create_celery(get_settings())
-app = celery_app  # `celery -A workers.app` finds `app`
+_apps: dict[tuple[str, str], Celery] = {}
+_apps_lock = threading.Lock()
 
-# Register every task module (after `celery_app` exists: they decorate with it).
-import workers.signals  # noqa: E402  (ops metrics: queue wait, run time, heartbeats)
-import workers.tasks  # noqa: E402, F401
+
+def app_for(settings: Settings) -> Celery:
+    """The app for these settings' broker and key prefix, built once per process (sending needs
+    no more; an isolated stack or changed settings, as `turnout up` has, get their own)."""
+    ident = (settings.redis_url or "", settings.redis_prefix)
+    with _apps_lock:
+        app = _apps.get(ident)
+        if app is None:
+            app = _apps[ident] = create_celery(settings)
+        return app
+
+
+def process_app() -> Celery:
+    """This process's app (its settings): the one a worker runs and its tasks send with."""
+    app = app_for(get_settings())
+    app.set_current()
+    app.set_default()
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    # `celery -A workers.app` looks up `app`; `celery_app` is the same, for scripts and tests.
+    if name in ("app", "celery_app"):
+        return process_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Sending job-API messages by task name (the API process does not need the task code).
+"""Sending job-API messages by task name; `create_producer` makes what sends them.
 
 Sends are best effort by design: Postgres holds the job and the delivery, and the sweeper
 sends the message again if this one is lost (broker down, Redis restarted).
@@ -7,22 +7,28 @@ sends the message again if this one is lost (broker down, Redis restarted).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeAlias
 
 from celery import Celery
 
 from infra.settings import Settings
-from infra.status import Queue
+from workers.registry import DELIVER_WEBHOOK, RUN_JOB
 
 log = logging.getLogger("turnout.dispatch")
 
-RUN_JOB = f"turnout.{Queue.ROUTER.value}.run_job"
-DELIVER_WEBHOOK = f"turnout.{Queue.WEBHOOKS.value}.deliver"
-SWEEP = f"turnout.{Queue.MAINTENANCE.value}.sweep"
+Producer: TypeAlias = Celery  # what sends: callers above workers/ name it without importing Celery
+
 # Job state lives in Postgres; nobody waits on these tasks' results. Said on the send, because a
 # send by name cannot see the task's own setting: without it Celery subscribes the sender to a
 # result channel per message (a round trip on every submission, and a subscription never removed).
 IGNORE_RESULT = True
+
+
+def create_producer(settings: Settings) -> Producer:
+    """The sender for these settings' broker and key prefix (one per process and broker)."""
+    from workers.app import app_for
+
+    return app_for(settings)
 
 
 def send_run_job(
@@ -33,8 +39,8 @@ def send_run_job(
     the runner can start routing while it claims the job; without it the runner reads it first."""
     try:
         app.send_task(
-            RUN_JOB, args=[job_id], kwargs={"submitted": submitted} if submitted else None,
-            queue=Queue.ROUTER.value, countdown=countdown,
+            RUN_JOB.name, args=[job_id], kwargs={"submitted": submitted} if submitted else None,
+            queue=RUN_JOB.queue.value, countdown=countdown,
             expires=settings.task_expires_s + (countdown or 0), ignore_result=IGNORE_RESULT,
         )
     except Exception as exc:  # the broker's errors vary by transport; the sweeper retries
@@ -47,7 +53,7 @@ def send_webhook(app: Celery, settings: Settings, delivery_id: int, *, countdown
     try:
         # No `expires`: a delivery may wait hours between attempts (the claim drops stale copies).
         app.send_task(
-            DELIVER_WEBHOOK, args=[delivery_id], queue=Queue.WEBHOOKS.value, countdown=countdown,
+            DELIVER_WEBHOOK.name, args=[delivery_id], queue=DELIVER_WEBHOOK.queue.value, countdown=countdown,
             ignore_result=IGNORE_RESULT,
         )
     except Exception as exc:

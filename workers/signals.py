@@ -1,10 +1,10 @@
-"""Celery signal handlers that feed operations metrics (infra/taskstats.py).
+"""Celery signal handlers that feed operations metrics (workers/taskstats.py).
 
 - every publisher stamps each message with its send time (queue wait, oldest message age);
 - workers record per-queue run time, queue wait and outcome of every task, recent failures,
   their own heartbeat (which queues they consume, right now) and a sample of queue depths.
 
-Imported by workers/app.py, so the API (a publisher) and every worker get the handlers.
+Registered by every app `workers.app.create_celery` builds, so the API (a publisher) and every worker get the handlers.
 Recording must never break or slow a task: Redis calls use short timeouts and any error is
 logged (at most once a minute) and dropped.
 """
@@ -23,7 +23,8 @@ from celery import signals
 
 from infra.settings import get_settings
 from infra.status import Queue
-from infra.taskstats import SENT_AT_HEADER, TaskStatsWriter, WorkerBeat, state_name
+from workers.registry import DELIVER_WEBHOOK, RUN_JOB
+from workers.taskstats import SENT_AT_HEADER, TaskStatsWriter, WorkerBeat, state_name
 
 log = logging.getLogger("turnout.ops")
 
@@ -31,10 +32,10 @@ DEPTH_SAMPLE_EVERY_S = 10.0
 # Tasks that reschedule themselves (a new countdown message, not Celery's retry) or give up
 # by design return an outcome instead of raising; count those runs as what they mean.
 OUTCOME_STATES: dict[tuple[str, str], str] = {
-    ("turnout.router.run_job", "released"): "retried",  # a service was down; the job runs again
-    ("turnout.router.run_job", "failed"): "failed",  # the job ended failed
-    ("turnout.webhooks.deliver", "retry"): "retried",  # attempt failed, next one scheduled
-    ("turnout.webhooks.deliver", "dead"): "failed",  # dead-lettered
+    (RUN_JOB.name, "released"): "retried",  # a service was down; the job runs again
+    (RUN_JOB.name, "failed"): "failed",  # the job ended failed
+    (DELIVER_WEBHOOK.name, "retry"): "retried",  # attempt failed, next one scheduled
+    (DELIVER_WEBHOOK.name, "dead"): "failed",  # dead-lettered
 }
 _REDIS_TIMEOUT_S = 1.0
 

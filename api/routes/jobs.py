@@ -14,9 +14,10 @@ from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
 from api.errors import ApiError
 from api.long_poll import WAIT_MAX_S, watch_until_final
 from api.routes.questions import get_producer
-from api.schemas import JobDocument, PageDocument, error_responses
+from api.schemas import PageDocument, error_responses
 from infra.db import jobs as jobs_db
 from infra.db.job_events import events_after
+from infra.job_document import JobDocument
 from infra.pages import load_page, page_filters
 from infra.results import ArticlesPage, NormalizedSearch, QuestionResult
 from infra.status import JobStatus
@@ -69,7 +70,7 @@ async def cancel_job(job_id: JobId, request: Request, key: CurrentKey, pool: Poo
         raise ApiError(409, "job_not_cancellable", f"only a queued job can be cancelled; {hint}",
                        {"status": str(outcome)})
     if finished.delivery_id is not None:
-        await asyncio.to_thread(send_webhook, get_producer(request, settings), settings, finished.delivery_id)
+        await asyncio.to_thread(send_webhook, get_producer(request), settings, finished.delivery_id)
     return JobDocument.from_row(finished.job, base_url=settings.public_base_url)
 
 

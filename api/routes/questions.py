@@ -9,18 +9,18 @@ import hashlib
 import json
 from typing import Annotated
 
-from celery import Celery
 from fastapi import APIRouter, Header, Request, Response
 
 from api.deps import CurrentKey, JobEvents, Pool, SettingsDep, own_job
 from api.errors import ApiError
 from api.long_poll import WAIT_MAX_S, preferred_wait, until_final, watch_until_final
 from api.ratelimit import Limiter
-from api.schemas import JobDocument, QuestionRequest, error_responses
+from api.schemas import QuestionRequest, error_responses
 from infra.db import jobs as jobs_db
+from infra.job_document import JobDocument
 from infra.settings import Settings
 from infra.ssrf import UnsafeTarget, check_target
-from workers.dispatch import send_run_job
+from workers.dispatch import Producer, send_run_job
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
 
@@ -28,14 +28,9 @@ IDEMPOTENCY_KEY_MAX = 255
 REPLAY_HEADER = "Idempotent-Replayed"
 
 
-def get_producer(request: Request, settings: Settings) -> Celery:
-    """A Celery app for sending, built from this API's settings (one per app, reused)."""
-    producer: Celery | None = getattr(request.app.state, "celery_producer", None)
-    if producer is None:
-        from workers.app import create_celery
-
-        producer = create_celery(settings)
-        request.app.state.celery_producer = producer
+def get_producer(request: Request) -> Producer:
+    """The app's message producer (built in the lifespan, from this API's settings)."""
+    producer: Producer = request.app.state.turnout.producer
     return producer
 
 
@@ -164,7 +159,7 @@ async def submit_question(
         # After the row is committed; if this send fails the sweeper sends it once the lease passes.
         submitted = {"question": job.question, "answerLanguage": job.answer_language, "pageSize": job.page_size}
         await asyncio.to_thread(
-            functools.partial(send_run_job, get_producer(request, settings), settings, job.id, submitted=submitted)
+            functools.partial(send_run_job, get_producer(request), settings, job.id, submitted=submitted)
         )
         if watch is not None:
             job = await until_final(watch, lambda: own_job(pool, key, job.id), job_events, wait_s=wait_s or 0, job=job)

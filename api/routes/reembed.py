@@ -17,7 +17,9 @@ from api.deps import AdminKey, Pool, SettingsDep
 from api.errors import ApiError
 from api.schemas import error_responses
 from infra.db import reembed as runs_db
-from retrieval.reembed import ReembedError, RunConflict, run_document, start_reembed_run
+from infra.results import Language
+from retrieval.reembed import ReembedError, RunConflict, run_document
+from workers.reembed import start_reembed_run
 
 router = APIRouter(prefix="/v1/admin/reembed", tags=["admin"])
 
@@ -31,7 +33,7 @@ class _Wire(BaseModel):
 class ReembedRequest(_Wire):
     """All articles when empty; or one language; or given article ids (localization or story ids)."""
 
-    language: Literal["ru", "en", "de"] | None = None
+    language: Language | None = None
     ids: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         default=None, min_length=1, max_length=50_000
     )

@@ -1,5 +1,6 @@
 """The routing audit trail (table `audit_events`): one row per LLM round, tool execution,
-rejected call, limit, fallback, cache hit, rate-limit wait and RAG answer call.
+rejected call, limit, fallback, cache hit, rate-limit wait and RAG answer call. The one module
+that writes the table.
 
 Ops metrics (LLM calls and tokens per minute, rate-limiter waits) are computed from these rows.
 """
@@ -76,6 +77,19 @@ async def insert_audit_events(db: asyncpg.Pool | asyncpg.Connection, events: lis
             await _insert(conn, _INSERT_ASYNC_COMMIT, rows)
     else:
         await _insert(db, _INSERT if db.is_in_transaction() else _INSERT_ASYNC_COMMIT, rows)
+
+
+_AUDIT_TYPES = {"round": "integer", "arguments": "jsonb", "normalized_arguments": "jsonb",
+                "input_tokens": "integer", "output_tokens": "integer", "latency_ms": "double precision"}
+_AUDIT_LIST = ", ".join(AUDIT_COLUMNS)
+
+
+def insert_audit_arrays(first: int) -> str:
+    """An INSERT of audit rows given as one array parameter per column (`AUDIT_COLUMNS` order, from
+    `$first`), in their array order: for a statement that writes other tables too."""
+    arrays = ", ".join(f"${i}::{_AUDIT_TYPES.get(c, 'text')}[]" for i, c in enumerate(AUDIT_COLUMNS, start=first))
+    return (f"INSERT INTO audit_events ({_AUDIT_LIST}) SELECT {_AUDIT_LIST} "  # noqa: S608 (constants)
+            f"FROM unnest({arrays}) WITH ORDINALITY AS a({_AUDIT_LIST}, n) ORDER BY n")
 
 
 def audit_row(event: AuditEvent) -> tuple[Any, ...]:

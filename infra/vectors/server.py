@@ -18,6 +18,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from infra.transient import retryable_status
 from infra.vectors.base import (
     PAYLOAD_INDEXES,
     ChunkPoint,
@@ -36,7 +37,7 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, ResponseHandlingException | httpx.TransportError):
         return True
     if isinstance(exc, UnexpectedResponse):
-        return exc.status_code is not None and (exc.status_code >= 500 or exc.status_code in (408, 429))
+        return exc.status_code is not None and retryable_status(exc.status_code)
     return False
 
 

@@ -1,4 +1,4 @@
-"""Task statistics in Redis (infra/taskstats.py): windows, percentiles, depth, liveness, bounds.
+"""Task statistics in Redis (workers/taskstats.py): windows, percentiles, depth, liveness, bounds.
 
 Real Redis under a throwaway key prefix; time is passed explicitly (`at=`, `now=`) so windows
 and expiry are checked without waiting.
@@ -22,7 +22,9 @@ from hypothesis import strategies as st
 from api.ops import reembed_summary
 from infra.db.reembed import Run
 from infra.settings import Settings
-from infra.taskstats import (
+from tests.api.support import stack_settings
+from tests.support import services
+from workers.taskstats import (
     BOUNDS_S,
     BUCKET_TTL_S,
     PROMETHEUS_BOUNDS_S,
@@ -35,8 +37,6 @@ from infra.taskstats import (
     queue_list_keys,
     read_stats,
 )
-from tests.api.support import stack_settings
-from tests.support import services
 
 QUEUES = ["search", "maintenance"]
 

@@ -35,13 +35,13 @@ from infra.results import QuestionResult
 from infra.settings import Settings
 from retrieval.search import MAX_PAGE
 from router.errors import RoutingFailed
-from router.executor import QueueExecutor
 from router.service import RouterDeps, RouteRequest, route_question
 from router.tools import default_registry
 from tests.api.support import query
 from tests.proof.planted import planted_records
 from tests.support.llm_server import Step, Text, ToolCall, ToolCalls
 from tests.support.stack import Stack, open_stack
+from workers.executor import QueueExecutor
 
 DATA = Path(__file__).parent / "data"
 QUESTIONS: list[dict[str, Any]] = [json.loads(line) for line in (DATA / "injection_questions.jsonl").open()]

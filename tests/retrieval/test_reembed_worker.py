@@ -23,12 +23,12 @@ from infra.db import reembed as runs_db
 from infra.settings import Settings
 from infra.vectors.edge import EdgeVectorStore
 from retrieval.chunking import chunk_localization
-from retrieval.reembed import start_reembed_run
 from tests.retrieval.rag_fixtures import CORPUS, HIDDEN_ID, article, load, rag_db, rag_settings
 from tests.support.llm_server import ScriptedLLM, Text
 from tests.support.services import VECTOR_QUEUES, WorkerProcess
 from turnout.cli import app as turnout
 from workers.app import create_celery
+from workers.reembed import start_reembed_run
 
 # Shared fixtures (the own database) used by the test below.
 FIXTURES = (rag_db, rag_settings)

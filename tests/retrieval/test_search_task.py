@@ -14,11 +14,11 @@ from infra.db.pool import DatabaseUnavailable
 from infra.results import ArticlesPage
 from infra.settings import Limits
 from retrieval.search import SearchArgumentError, normalize_search, search_articles
-from router.executor import QueueExecutor
 from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_reads
 from tests.support.services import WorkerGroup
 from workers._db_retry import DB_ATTEMPTS
 from workers.app import celery_app
+from workers.executor import QueueExecutor
 from workers.tasks.search import search as search_task
 
 TODAY = date(2026, 11, 29)

@@ -19,7 +19,7 @@ from infra.db.pool import DatabaseUnavailable
 from infra.settings import Settings
 from infra.status import ResultStatus, ResultType
 from router.errors import RoutingFailed
-from router.executor import QueueExecutor
+from router.hooks import RunHooks
 from router.ratelimit import LLMRateLimiter
 from router.service import RouteRequest, route_question
 from tests.router.conftest import TODAY, RecordingExecutor, make_deps, with_limits
@@ -27,6 +27,7 @@ from tests.support.cut_connections import LOCK_LOCALIZATIONS, terminate_blocked_
 from tests.support.llm_server import ScriptedLLM, Text, ToolCall
 from tests.support.services import REPO_ROOT
 from workers._db_retry import DB_ATTEMPTS
+from workers.executor import QueueExecutor
 
 NewJob = Callable[[str], Awaitable[str]]
 # The router asks the articles; the answer model answers from them.
@@ -152,7 +153,7 @@ async def test_a_waiting_job_shows_it_and_audits_the_wait(
         events.append((kind, data))
 
     job = await new_job("Rails")
-    result = await route_question(deps, RouteRequest("Rails", job_id=job, today=TODAY), on_event=on_event)
+    result = await route_question(deps, RouteRequest("Rails", job_id=job, today=TODAY), RunHooks(on_event=on_event))
     assert result.status is ResultStatus.ANSWERED
     assert [k for k, _ in events].index("rate_limited") < [k for k, _ in events].index("llm_round")
     [wait] = [e for e in await list_audit_events(db, job) if e.kind == "rate_limit_wait"]

@@ -14,6 +14,7 @@ from infra.db.audit import list_audit_events
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
 from router.errors import RoutingFailed
+from router.hooks import RunHooks
 from router.prompt import CORRECTION
 from router.service import RouteRequest, route_question
 from tests.router.conftest import TODAY, make_deps, with_limits
@@ -307,7 +308,7 @@ async def test_fallback_runs_when_the_llm_is_down(
 
     question = "Найди статьи на немецком про Ruby за 2025 год"
     job = await new_job(question)
-    result = await route_question(make_deps(settings, db, None), request(question, job), on_event=on_event)
+    result = await route_question(make_deps(settings, db, None), request(question, job), RunHooks(on_event=on_event))
     assert len(llm.chat_requests) == settings.llm_max_retries + 1
     assert result.routed_by == "fallback" and result.result_type is ResultType.SEARCH
     assert result.search is not None

@@ -10,7 +10,8 @@ import asyncpg
 
 from infra.db.reembed import Run, get_run
 from infra.settings import Settings
-from retrieval.reembed import RunConflict, start_reembed_run
+from retrieval.reembed import RunConflict
+from workers.reembed import start_reembed_run
 
 
 async def index_and_wait(

@@ -21,6 +21,7 @@ from infra.results import ArticlesPage, NormalizedSearch, QuestionResult, Usage
 from infra.settings import Settings
 from infra.status import JobStatus, ResultStatus, ResultType
 from router.errors import RoutingFailed
+from router.hooks import RunHooks
 from tests.api.support import stack_settings, throwaway_database
 from workers import _runtime
 from workers.tasks import router as runner
@@ -65,7 +66,10 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 
 
 def _route(monkeypatch: pytest.MonkeyPatch, route: Route) -> None:
-    monkeypatch.setattr(runner, "route_question", route)
+    async def with_hooks(deps: Any, req: Any, hooks: RunHooks) -> QuestionResult:
+        return await route(deps, req, on_event=hooks.on_event, journal=hooks.narrator, before_tool=hooks.before_tool)
+
+    monkeypatch.setattr(runner, "route_question", with_hooks)
 
 
 async def _job(pool: asyncpg.Pool, webhook: str | None = "https://hooks.example.com/h") -> str:

@@ -14,10 +14,11 @@ from infra.db import jobs as jobs_db
 from infra.db import webhooks as webhooks_db
 from infra.db.api_keys import create_key
 from infra.db.audit import AuditEvent, list_audit_events
-from infra.db.journal import Journal, Narration
+from infra.db.journal import Narration
 from infra.db.pool import create_pool
 from infra.status import JobStatus
 from tests.api.support import throwaway_database
+from workers.journal import Journal
 
 LEASE_S = 60.0
 

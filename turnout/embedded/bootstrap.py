@@ -117,7 +117,8 @@ async def bootstrap(settings: Settings, data_dir: Path, *, import_sample: bool,
         started = False
         note: str | None = None
         if run_id is None:
-            from retrieval.reembed import ReembedError, RunConflict, start_reembed_run
+            from retrieval.reembed import ReembedError, RunConflict
+            from workers.reembed import start_reembed_run
 
             if count == 0:
                 note = "no articles yet: import a corpus (`turnout import FILE.jsonl`), then restart"

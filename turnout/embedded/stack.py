@@ -209,12 +209,14 @@ class Stack:
         deadline = time.monotonic() + self.options.ready_timeout_s
         self._step("waiting for the API and the workers to answer")
         self._wait_for("the API", self._api_answers, deadline)
-        from workers.app import celery_app  # imported now: it reads the settings set above
+        from workers.app import process_app
+        from workers.registry import PING
+
+        celery_app = process_app()  # built now: from the settings set above
 
         def front_answers() -> bool:
             try:
-                result = celery_app.send_task("turnout.maintenance.ping", queue=Queue.MAINTENANCE.value,
-                                              expires=10)
+                result = celery_app.send_task(PING.name, queue=PING.queue.value, expires=10)
                 return bool(result.get(timeout=2)["pong"])
             except Exception:  # not consuming yet (timeout) or broker hiccup: ask again
                 return False

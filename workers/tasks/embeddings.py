@@ -19,29 +19,31 @@ from infra.db.pool import create_pool
 from infra.settings import EmbeddingProvider, get_settings
 from infra.status import Queue
 from retrieval.embeddings import LocalEmbedder
-from retrieval.rag import RagContext
-from retrieval.reembed import finalize_run, process_batch, resume_reembed_runs
+from retrieval.reembed import finalize_run, process_batch
+from workers import registry
 from workers._runtime import Runtime
 from workers.base import run_async, turnout_task
+from workers.deps import rag_context
+from workers.reembed import resume_reembed_runs
 
 log = logging.getLogger("turnout.reembed")
 
 BATCH_TIME_LIMIT_S = 900.0  # a batch of long articles on a slow endpoint; resumable if exceeded
 
 
-@turnout_task(Queue.EMBEDDINGS, "reembed_batch", time_limit_s=BATCH_TIME_LIMIT_S)
+@turnout_task(registry.REEMBED_BATCH, time_limit_s=BATCH_TIME_LIMIT_S)
 def reembed_batch(run_id: str, batch_no: int) -> str:
     async def body(rt: Runtime) -> str:
-        result = await process_batch(await RagContext.from_runtime(rt), run_id, batch_no)
+        result = await process_batch(await rag_context(rt), run_id, batch_no)
         return result.outcome
 
     return run_async(body, timeout_s=BATCH_TIME_LIMIT_S)
 
 
-@turnout_task(Queue.EMBEDDINGS, "finalize_run", time_limit_s=BATCH_TIME_LIMIT_S)
+@turnout_task(registry.FINALIZE_RUN, time_limit_s=BATCH_TIME_LIMIT_S)
 def finalize(run_id: str) -> bool:
     async def body(rt: Runtime) -> bool:
-        return await finalize_run(await RagContext.from_runtime(rt), run_id)
+        return await finalize_run(await rag_context(rt), run_id)
 
     return run_async(body, timeout_s=BATCH_TIME_LIMIT_S)
 

@@ -8,17 +8,17 @@ import socket
 
 from infra.db import jobs as jobs_db
 from infra.db import webhooks as webhooks_db
-from infra.status import Queue
-from retrieval.reembed import resume_reembed_runs
+from workers import registry
 from workers._runtime import Runtime
-from workers.app import celery_app
+from workers.app import process_app
 from workers.base import run_async, turnout_task
 from workers.dispatch import send_run_job, send_webhook
+from workers.reembed import resume_reembed_runs
 
 log = logging.getLogger("turnout.sweeper")
 
 
-@turnout_task(Queue.MAINTENANCE, "ping", time_limit_s=10, ignore_result=False)
+@turnout_task(registry.PING, time_limit_s=10, ignore_result=False)
 def ping() -> dict[str, object]:
     return {"pong": True, "host": socket.gethostname(), "pid": os.getpid()}
 
@@ -28,7 +28,7 @@ def ping() -> dict[str, object]:
 SWEEP_TIME_LIMIT_S = 60.0
 
 
-@turnout_task(Queue.MAINTENANCE, "sweep", time_limit_s=SWEEP_TIME_LIMIT_S, ignore_result=False)
+@turnout_task(registry.SWEEP, time_limit_s=SWEEP_TIME_LIMIT_S, ignore_result=False)
 def sweep() -> dict[str, int]:
     """Re-enqueue jobs stuck past their lease, webhook deliveries and re-embedding batches whose message was lost."""
     return run_async(sweep_once, timeout_s=SWEEP_TIME_LIMIT_S)
@@ -43,10 +43,10 @@ async def sweep_once(rt: Runtime) -> dict[str, int]:
         # due after two sweeps lost its message (or its delay was too long for a message).
         overdue = await webhooks_db.take_overdue(conn, grace_s=2 * settings.job_sweep_interval_s + 5)
     for job_id in swept.requeued:
-        send_run_job(celery_app, settings, job_id)
+        send_run_job(process_app(), settings, job_id)
     deliveries = [f.delivery_id for f in swept.failed if f.delivery_id is not None] + overdue
     for delivery_id in deliveries:
-        send_webhook(celery_app, settings, delivery_id)
+        send_webhook(process_app(), settings, delivery_id)
     # Re-embedding batches whose worker died are re-sent too (vector-worker start-up also resumes).
     reembed = await resume_reembed_runs(pool, settings=settings)
     if swept.requeued or swept.failed or overdue or reembed:

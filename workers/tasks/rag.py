@@ -13,12 +13,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from infra.settings import get_settings
-from infra.status import Queue
 from infra.validation import first_error
-from retrieval.rag import RagContext, RagRequest, answer_request, rag_outcome_to_wire
+from retrieval.rag import RagRequest, answer_request, rag_outcome_to_wire
+from workers import registry
 from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
 from workers.base import run_async, turnout_task
+from workers.deps import rag_context
 
 log = logging.getLogger("turnout.rag")
 
@@ -27,7 +28,7 @@ class RagPayloadError(ValueError):
     """The task payload is not a valid RagRequest (a plain ValueError survives Celery's JSON result)."""
 
 
-@turnout_task(Queue.RAG, "answer", ignore_result=False)
+@turnout_task(registry.RAG_ANSWER, ignore_result=False)
 def answer(payload: dict[str, Any]) -> dict[str, Any]:
     """{question, language, answerLanguage, scope, scopeTruncated, deadlineS, jobId?} -> RagOutcome wire dict."""
     try:
@@ -42,7 +43,7 @@ def answer(payload: dict[str, Any]) -> dict[str, Any]:
         limit = min(limit, request.deadline_s + 5.0)  # the extractive fallback needs a moment
 
     async def body(rt: Runtime) -> dict[str, Any]:
-        ctx = await RagContext.from_runtime(rt)
+        ctx = await rag_context(rt)
         outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log)
         return rag_outcome_to_wire(outcome)
 

@@ -34,19 +34,23 @@ from celery import Task, signals
 from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
-from infra.db.journal import Journal, Narration
+from infra.db.journal import Narration
 from infra.db.pool import CONNECTION_ERRORS
 from infra.pages import put_page
 from infra.results import QuestionResult
-from infra.settings import get_settings
+from infra.settings import Settings, get_settings
 from infra.status import JobStatus, Queue
 from router.errors import RoutingFailed
+from router.hooks import RunHooks
 from router.language import warm_up
-from router.service import RouterDeps, RouteRequest, route_question
+from router.service import RouteRequest, route_question
+from workers import registry
 from workers._runtime import Runtime
-from workers.app import celery_app
+from workers.app import process_app
 from workers.base import run_async, turnout_task
+from workers.deps import router_deps
 from workers.dispatch import send_run_job, send_webhook
+from workers.journal import Journal
 
 log = logging.getLogger("turnout.jobs")
 
@@ -68,7 +72,8 @@ JOURNAL_LINGER_S = 0.1
 
 Outcome = Literal["skipped", "succeeded", "failed", "released", "lost"]
 
-_limit = get_settings().limits.job_deadline_s + DEADLINE_GRACE_S + 30
+def _limit(settings: Settings) -> float:
+    return settings.limits.job_deadline_s + DEADLINE_GRACE_S + 30
 
 
 class LeaseLost(Exception):
@@ -113,14 +118,14 @@ def _report_job_slots(**_: Any) -> None:
         log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *_job_slots_sizing)
 
 
-@turnout_task(Queue.ROUTER, "run_job", time_limit_s=_limit, bind=True, max_retries=None)
+@turnout_task(registry.RUN_JOB, time_limit_s=_limit, bind=True, max_retries=None)
 def run_job(self: Task, job_id: str, submitted: dict[str, Any] | None = None) -> str:
     slots = _job_slots
     if slots is not None and not slots.acquire(blocking=False):
         # Not claimed yet, so the job is still queued: re-offer the message shortly (no thread waits).
         raise self.retry(countdown=random.uniform(*SLOT_RETRY_S))
     try:
-        return run_async(lambda rt: execute_job(rt, job_id, submitted), timeout_s=_limit)
+        return run_async(lambda rt: execute_job(rt, job_id, submitted), timeout_s=_limit(get_settings()))
     finally:
         if slots is not None:
             slots.release()
@@ -198,10 +203,7 @@ async def _start_routing(
     rt: Runtime, request: RouteRequest, journal: Journal, claimed: asyncio.Future[bool]
 ) -> asyncio.Future[QuestionResult]:
     """route_question as a task, bounded by the job's deadline; it runs no tool before `claimed`."""
-    deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
-    if deps is None:
-        deps = await RouterDeps.from_runtime(rt)
-        rt.extras["jobs.router_deps"] = deps
+    deps = await router_deps(rt)
     job_id = request.job_id or ""
 
     async def on_event(kind: str, data: dict[str, Any]) -> None:
@@ -214,7 +216,7 @@ async def _start_routing(
 
     async def bounded() -> QuestionResult:
         async with asyncio.timeout(rt.settings.limits.job_deadline_s + DEADLINE_GRACE_S):
-            return await route_question(deps, request, on_event=on_event, journal=journal, before_tool=before_tool)
+            return await route_question(deps, request, RunHooks(on_event=on_event, narrator=journal, before_tool=before_tool))
 
     return asyncio.ensure_future(bounded())
 
@@ -325,7 +327,7 @@ async def _release(rt: Runtime, job_id: str, attempt: int, exc: BaseException) -
             conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason
         )
     if released:
-        send_run_job(celery_app, settings, job_id, countdown=pause)
+        send_run_job(process_app(), settings, job_id, countdown=pause)
     return "released" if released else "lost"
 
 
@@ -334,7 +336,7 @@ def _after_finish(rt: Runtime, job_id: str, finished: jobs_db.Finished | None, o
         log.warning("job %s: finished, but another runner owns it now; result discarded", job_id)
         return "lost"
     if finished.delivery_id is not None:
-        send_webhook(celery_app, rt.settings, finished.delivery_id)
+        send_webhook(process_app(), rt.settings, finished.delivery_id)
     return outcome
 
 

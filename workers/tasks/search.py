@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from infra.results import NormalizedSearch
 from infra.settings import get_settings
-from infra.status import Queue
 from infra.validation import first_error
 from retrieval.search import SearchArgumentError, search_articles
+from workers import registry
 from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
 from workers.base import run_async, turnout_task
@@ -24,7 +24,7 @@ SEARCH_TIME_LIMIT_S = 30.0  # a search is a few indexed queries; anything slower
 log = logging.getLogger("turnout.search")
 
 
-@turnout_task(Queue.SEARCH, "search", time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False)
+@turnout_task(registry.SEARCH, time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False)
 def search(query: dict[str, Any]) -> dict[str, Any]:
     """NormalizedSearch wire dict in, ArticlesPage wire dict out."""
     try:

@@ -20,27 +20,28 @@ import httpx
 from tenacity import RetryCallState
 from tenacity.wait import wait_exponential_jitter
 
-from api.schemas import JobDocument
 from infra import webhook_signing
 from infra.db import webhooks as webhooks_db
 from infra.db.jobs import get_job
+from infra.job_document import JobDocument
 from infra.settings import Settings, get_settings
 from infra.ssrf import UnresolvableTarget, UnsafeTarget, check_target
-from infra.status import Queue
+from infra.transient import parse_retry_after, retryable_status
+from workers import registry
 from workers._runtime import Runtime
-from workers.app import celery_app
+from workers.app import process_app
 from workers.base import run_async, turnout_task
 from workers.dispatch import send_webhook
 
 log = logging.getLogger("turnout.webhooks")
 
-RETRYABLE_STATUS = frozenset({408, 425, 429})
 # A countdown message longer than this is not sent: the Redis transport would redeliver it after
 # its visibility timeout. The sweeper sends the message once the delivery is due instead.
 COUNTDOWN_MAX_S = 300.0
 USER_AGENT = "Turnout-Webhooks/1"
 
-_limit = get_settings().webhook_timeout_s + 20
+def _limit(settings: Settings) -> float:
+    return settings.webhook_timeout_s + 20
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,9 @@ class AttemptResult:
     retry_after_s: float | None = None
 
 
-@turnout_task(Queue.WEBHOOKS, "deliver", time_limit_s=_limit)
+@turnout_task(registry.DELIVER_WEBHOOK, time_limit_s=_limit)
 def deliver(delivery_id: int) -> str:
-    return run_async(lambda rt: deliver_once(rt, delivery_id), timeout_s=_limit)
+    return run_async(lambda rt: deliver_once(rt, delivery_id), timeout_s=_limit(get_settings()))
 
 
 def retry_delay(settings: Settings, attempt: int) -> float:
@@ -111,9 +112,9 @@ async def post_signed(rt: Runtime, url: str, body: bytes, secret: str, delivery_
     code = response.status_code
     if 200 <= code < 300:
         return AttemptResult(True, False, code, None, elapsed_ms())
-    retryable = code >= 500 or code in RETRYABLE_STATUS
+    retryable = retryable_status(code)
     reason = f"HTTP {code}" + (" (redirects are not followed)" if 300 <= code < 400 else "")
-    return AttemptResult(False, retryable, code, reason, elapsed_ms(), _retry_after(response))
+    return AttemptResult(False, retryable, code, reason, elapsed_ms(), parse_retry_after(response.headers.get("retry-after")))
 
 
 def _client(rt: Runtime) -> httpx.AsyncClient:
@@ -123,13 +124,6 @@ def _client(rt: Runtime) -> httpx.AsyncClient:
         client = httpx.AsyncClient(timeout=rt.settings.webhook_timeout_s, follow_redirects=False, trust_env=False)
         rt.extras["webhooks.http"] = client
     return client
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return max(0.0, float(response.headers["retry-after"]))
-    except (KeyError, ValueError):
-        return None
 
 
 async def _record(rt: Runtime, delivery: webhooks_db.Delivery, result: AttemptResult) -> str:
@@ -153,7 +147,7 @@ async def _record(rt: Runtime, delivery: webhooks_db.Delivery, result: AttemptRe
             error=result.error, latency_ms=result.latency_ms, retry_in_s=delay if outcome == "retry" else 0.0,
         )
     if outcome == "retry" and delay <= COUNTDOWN_MAX_S:
-        send_webhook(celery_app, settings, delivery.id, countdown=delay)
+        send_webhook(process_app(), settings, delivery.id, countdown=delay)
     if outcome == "dead":
         log.warning("webhook delivery %d for job %s dead after %d attempt(s): %s",
                     delivery.id, delivery.job_id, attempt, result.error)

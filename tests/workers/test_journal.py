@@ -1,4 +1,4 @@
-"""The job journal (infra/db/journal.py) against the real PostgreSQL: rows in the order they
+"""The job journal (workers/journal.py) against the real PostgreSQL: rows in the order they
 were added, rows added together written in one statement, a failed audit row reported at flush
 without taking its batch with it, a journal held until a claim, a lingering journal, cache writes
 alongside that never raise."""
@@ -13,8 +13,8 @@ import pytest
 
 from infra.db.audit import AuditEvent, list_audit_events
 from infra.db.job_events import events_after
-from infra.db.journal import Journal
 from tests.infra.conftest import queued_job
+from workers.journal import Journal
 
 
 async def test_rows_are_written_in_the_order_they_were_added(pool: asyncpg.Pool) -> None:

@@ -1,0 +1,22 @@
+"""The one transient-error policy for calls to the outside (LLM and embeddings endpoints, the
+Qdrant server, webhook targets): which HTTP statuses may succeed on a second try, and the
+server's `Retry-After` hint."""
+
+from __future__ import annotations
+
+# Besides every 5xx: timeout, too early, too many requests. Any other 4xx is the request's fault.
+RETRYABLE_STATUS = frozenset({408, 425, 429})
+
+
+def retryable_status(code: int) -> bool:
+    return code >= 500 or code in RETRYABLE_STATUS
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """A `Retry-After` header's seconds (the delta form; a date or garbage is no hint)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None

@@ -1,0 +1,28 @@
+"""What a worker thread's tasks are wired with, built once per thread (`Runtime.extras`): the
+router's dependencies (its tools run on the queues) and the RAG context (the vector store)."""
+
+from __future__ import annotations
+
+from retrieval.rag import RagContext
+from router.service import RouterDeps
+from workers._runtime import Runtime
+from workers.executor import QueueExecutor
+
+
+async def router_deps(rt: Runtime) -> RouterDeps:
+    """Fails at the first job on configuration errors (tool names, URLs)."""
+    deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
+    if deps is None:
+        deps = RouterDeps.for_settings(
+            rt.settings, pool=await rt.pool(), redis=await rt.redis(), executor=QueueExecutor()
+        )
+        rt.extras["jobs.router_deps"] = deps
+    return deps
+
+
+async def rag_context(rt: Runtime) -> RagContext:
+    ctx: RagContext | None = rt.extras.get("rag_context")
+    if ctx is None:
+        ctx = RagContext.for_settings(rt.settings, await rt.pool())
+        rt.extras["rag_context"] = ctx
+    return ctx

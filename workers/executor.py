@@ -1,0 +1,145 @@
+"""The job runner's `ToolExecutor` (the router's port, router/executor.py): tool calls on the queues.
+
+`QueueExecutor` sends the search and RAG tasks (`workers.registry`) and awaits the results
+without blocking the event loop (send and wait run in a helper thread; the wait is woken by the
+result backend's pub/sub message, not polled). A task that could not reach PostgreSQL raises
+`DatabaseUnavailable` here (a `ConnectionError`: transient), any other failure
+`ToolExecutionError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from celery import Celery
+from celery.exceptions import TimeoutError as CeleryTimeoutError
+from celery.result import AsyncResult
+
+from infra.db.pool import DatabaseUnavailable
+from infra.results import ArticlesPage, Language, NormalizedSearch
+from retrieval.rag import RagOutcome, rag_outcome_from_wire
+from router.executor import ToolExecutionError, remaining_s
+from workers.registry import RAG_ANSWER, SEARCH, TaskName
+
+log = logging.getLogger("turnout.jobs")
+
+# How long a wait trusts pub/sub alone before reading the stored result again.
+_WAKE_CHECK_S = 1.0
+
+
+class QueueExecutor:
+    def __init__(self, app: Celery | None = None) -> None:
+        if app is None:
+            from workers.app import process_app
+
+            app = process_app()
+        self.app = app
+
+    async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
+        reply = await self._call(SEARCH, q.wire(), deadline)
+        return ArticlesPage.model_validate(reply)
+
+    async def ask(
+        self,
+        *,
+        question: str,
+        language: Language | None,
+        answer_language: Language,
+        scope: Sequence[str] | None,
+        scope_truncated: bool = False,
+        deadline: float | None = None,
+        job_id: str | None = None,
+    ) -> RagOutcome:
+        payload = {
+            "question": question,
+            "language": language,
+            "answerLanguage": answer_language,
+            "scope": list(scope) if scope is not None else None,
+            "scopeTruncated": scope_truncated,
+            "deadlineS": max(0.01, remaining_s(deadline)),
+            "jobId": job_id,  # the RAG side audits its answer call (`rag_answer`) under the job
+        }
+        reply = await self._call(RAG_ANSWER, payload, deadline)
+        return rag_outcome_from_wire(reply)
+
+    async def _call(self, task: TaskName, payload: dict[str, Any], deadline: float | None) -> Any:
+        remaining = remaining_s(deadline)
+        if remaining <= 0:
+            raise TimeoutError(f"no time left before the job's deadline to run {task.name}")
+        loop = asyncio.get_running_loop()
+        reply: asyncio.Future[Any] = loop.create_future()
+
+        def hand_over(outcome: Any, failed: bool) -> None:
+            if not reply.done():
+                (reply.set_exception if failed else reply.set_result)(outcome)
+
+        def on_reply(outcome: Any, failed: bool = False) -> None:
+            loop.call_soon_threadsafe(hand_over, outcome, failed)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(self._send_and_wait, task, payload, remaining, on_reply))
+        try:
+            return await reply
+        finally:
+            if reply.done():  # the thread goes on to remove the stored result, off the job's path
+                worker.add_done_callback(_log_cleanup_failure)
+            else:  # cancelled: the thread ends at the reply or the deadline, nobody waits for it
+                worker.cancel()
+
+    def _send_and_wait(
+        self, task: TaskName, payload: dict[str, Any], remaining: float, on_reply: Callable[..., None]
+    ) -> None:
+        """Send and wait in one thread: Celery's result backend (and its pub/sub consumer) belongs
+        to the thread that sent. `get()` subscribes to the result's channel, reads the stored state
+        once (a reply that came first is not missed) and wakes on the backend's publish, so the
+        reply costs no polling delay (measured: bench/api_bench.py). The reply (or the error) goes
+        to `on_reply` at once; the stored result is removed after that, off the job's path. A
+        cancelled job leaves this thread waiting until the reply or the deadline; the event loop is
+        not held."""
+        give_up = time.monotonic() + remaining
+        try:
+            # A message nobody picked up before the deadline must not run later for nothing.
+            result = self.app.send_task(task.name, args=[payload], queue=task.queue.value, expires=remaining)
+        except Exception as exc:
+            on_reply(exc, failed=True)
+            return
+        try:
+            on_reply(self._reply(task.name, result, give_up))
+        except Exception as exc:
+            on_reply(exc, failed=True)
+        finally:
+            result.forget()
+
+    @staticmethod
+    def _reply(task: str, result: AsyncResult[Any], give_up: float) -> Any:
+        while True:
+            wait_s = min(_WAKE_CHECK_S, give_up - time.monotonic())
+            if wait_s <= 0:
+                raise TimeoutError(f"{task} did not finish before the job's deadline")
+            try:
+                # Inside a worker task Celery forbids a blocking get() unless told the wait is
+                # intended. propagate=False: the task's own exception comes back as the value, so
+                # it can be told apart from a broker/backend failure (raised here: the job runner
+                # retries those).
+                value = result.get(timeout=wait_s, propagate=False, disable_sync_subtasks=False)
+                break
+            except CeleryTimeoutError:
+                # A publish lost while the pub/sub connection was re-established (Redis restart)
+                # never comes; the next get() reads the stored state first.
+                continue
+        if not result.successful():
+            if isinstance(value, DatabaseUnavailable):
+                raise value  # transient: the job runner re-queues the job, the tool is not at fault
+            cause = value if isinstance(value, BaseException) else None
+            raise ToolExecutionError(f"{task} failed: {type(value).__name__}: {value}") from cause
+        return value
+
+
+def _log_cleanup_failure(worker: asyncio.Future[None]) -> None:
+    if not worker.cancelled() and worker.exception() is not None:
+        log.warning("could not remove a tool's stored result: %s", worker.exception())
+
+
