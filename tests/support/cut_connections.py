@@ -19,15 +19,18 @@ LOCK_LOCALIZATIONS = "LOCK TABLE localizations IN ACCESS EXCLUSIVE MODE"
 async def terminate_blocked_reads(db: asyncpg.Pool, reply: asyncio.Future[Any], *, times: int) -> int:
     """Terminate the backend reading `localizations` behind the test's lock, each time one waits,
     up to `times` times or until `reply` is done; how many were terminated."""
-    terminated = 0
+    terminated: set[int] = set()
     async with db.acquire() as conn:
-        while terminated < times and not reply.done():
+        while len(terminated) < times and not reply.done():
+            # A terminated backend can still be listed as waiting for a moment: it is not counted twice.
             pid = await conn.fetchval(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                "AND wait_event_type = 'Lock' AND query ILIKE '%localization%' LIMIT 1"
+                "AND wait_event_type = 'Lock' AND query ILIKE '%localization%' AND NOT (pid = ANY($1::int[])) LIMIT 1",
+                list(terminated),
             )
             if pid is None:
                 await asyncio.sleep(0.02)
                 continue
-            terminated += await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
-    return terminated
+            if await conn.fetchval("SELECT pg_terminate_backend($1)", pid):
+                terminated.add(pid)
+    return len(terminated)
