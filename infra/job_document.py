@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
 from infra.db.jobs import JobRow
 from infra.results import Language, QuestionResult, Usage, WireModel
@@ -72,10 +71,7 @@ class JobError(WireModel):
 class JobDocument(WireModel):
     """A job: its state, and when it is done its result (SPEC §8) or its error."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
+    model_config = ConfigDict(  # camelCase, extra="forbid": from WireModel
         json_schema_extra={
             "examples": [
                 {
