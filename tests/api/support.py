@@ -145,15 +145,16 @@ class ReceivedHook:
 
     @property
     def job_id(self) -> str:
+        """The job of a Standard Webhooks envelope `{type, timestamp, data: <job document>}`."""
         try:
-            return str(self.json().get("id", ""))
+            return str(self.json().get("data", {}).get("id", ""))
         except ValueError:
             return ""
 
     @property
     def delivery(self) -> str:
-        """The `Turnout-Delivery` id (the same on every attempt of one delivery: receivers dedupe on it)."""
-        return next((v for k, v in self.headers.items() if k.lower() == "turnout-delivery"), "")
+        """The `webhook-id` (the delivery id: the same on every attempt of one delivery, receivers dedupe on it)."""
+        return next((v for k, v in self.headers.items() if k.lower() == "webhook-id"), "")
 
 
 def _always(status: int) -> Callable[[int], tuple[int, float]]:
