@@ -168,6 +168,7 @@ class WebhookReceiver:
     any hang."""
 
     respond: Callable[[int], tuple[int, float]] = field(default_factory=lambda: _always(200))
+    response_headers: dict[str, str] = field(default_factory=dict)  # sent with every answer
     received: list[ReceivedHook] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
     _server: ThreadingHTTPServer | None = None
@@ -192,6 +193,8 @@ class WebhookReceiver:
                     time.sleep(hang_s)
                 try:
                     self.send_response(status)
+                    for name, value in receiver.response_headers.items():
+                        self.send_header(name, value)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                 except OSError:  # the sender gave up (timeout) or died meanwhile
