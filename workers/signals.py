@@ -35,6 +35,7 @@ OUTCOME_STATES: dict[tuple[str, str], str] = {
     ("turnout.router.run_job", "failed"): "failed",  # the job ended failed
     ("turnout.webhooks.deliver", "retry"): "retried",  # attempt failed, next one scheduled
     ("turnout.webhooks.deliver", "dead"): "failed",  # dead-lettered
+    ("turnout.webhooks.deliver", "disabled"): "failed",  # the failure disabled its endpoint
 }
 _REDIS_TIMEOUT_S = 1.0
 
