@@ -58,9 +58,14 @@ UPGRADE = [
         IF key_id IS NULL THEN
             RETURN NEW;
         END IF;
-        INSERT INTO webhook_endpoints (api_key_id, origin) VALUES (key_id, webhook_origin(NEW.url))
-        ON CONFLICT (api_key_id, origin) DO UPDATE SET origin = EXCLUDED.origin
-        RETURNING id, disabled_at INTO endpoint;
+        -- Read first: the endpoint usually exists, and a read takes no row lock on it.
+        SELECT id, disabled_at INTO endpoint FROM webhook_endpoints
+        WHERE api_key_id = key_id AND origin = webhook_origin(NEW.url);
+        IF NOT FOUND THEN
+            INSERT INTO webhook_endpoints (api_key_id, origin) VALUES (key_id, webhook_origin(NEW.url))
+            ON CONFLICT (api_key_id, origin) DO UPDATE SET origin = EXCLUDED.origin  -- a racing insert won
+            RETURNING id, disabled_at INTO endpoint;
+        END IF;
         NEW.endpoint_id := endpoint.id;
         IF endpoint.disabled_at IS NOT NULL AND NEW.status = 'pending' THEN
             NEW.status := 'disabled';
