@@ -188,3 +188,33 @@ async def test_pinned_transport_sends_to_the_checked_address_with_the_original_n
         with pytest.raises(UnsafeTarget, match="loopback"):
             await strict.post("http://localhost:9/hook", content=b"{}")
     assert strict._trust_env is False and strict.follow_redirects is False
+
+
+async def test_pinned_transport_tries_the_next_checked_address_only_when_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two addresses from one lookup: a refused connection to the first goes on to the second;
+    other errors (a timeout) are not retried on another address, and the error names the address."""
+    from infra import webhook_http
+
+    async def two_addresses(host: str, port: int, *, allow_private: bool) -> list[Any]:
+        return [ipaddress.ip_address("2001:db8::1"), ipaddress.ip_address("198.51.100.7")]
+
+    monkeypatch.setattr(webhook_http, "check_host", two_addresses)
+    tried: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        tried.append(request.url.host)
+        if request.url.host == "2001:db8::1":
+            raise httpx.ConnectError("refused", request=request)
+        if request.headers.get("x-timeout"):
+            raise httpx.ReadTimeout("slow", request=request)
+        return httpx.Response(200)
+
+    transport = PinnedTransport(allow_private=False)
+    transport._inner = httpx.MockTransport(handler)  # type: ignore[assignment]
+    async with httpx.AsyncClient(transport=transport, trust_env=False) as client:
+        assert (await client.post("https://hooks.example.com/h", content=b"{}")).status_code == 200
+        assert tried == ["2001:db8::1", "198.51.100.7"]
+        with pytest.raises(httpx.ReadTimeout, match=r"connecting to 198\.51\.100\.7, the checked address of hooks"):
+            await client.post("https://hooks.example.com/h", content=b"{}", headers={"x-timeout": "1"})
