@@ -10,6 +10,7 @@ import hmac
 import ipaddress
 import re
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,15 @@ async def test_pinned_transport_tries_the_next_checked_address_only_when_refused
         assert tried == ["2001:db8::1", "198.51.100.7"]
         with pytest.raises(httpx.ReadTimeout, match=r"connecting to 198\.51\.100\.7, the checked address of hooks"):
             await client.post("https://hooks.example.com/h", content=b"{}", headers={"x-timeout": "1"})
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    from email.utils import format_datetime
+
+    from workers.tasks.webhooks import _retry_after
+
+    assert _retry_after(httpx.Response(429, headers={"Retry-After": "120"})) == 120.0
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=90), usegmt=True)
+    assert 85 <= (_retry_after(httpx.Response(503, headers={"Retry-After": soon})) or 0) <= 90
+    assert _retry_after(httpx.Response(503, headers={"Retry-After": "soon"})) is None
+    assert _retry_after(httpx.Response(503)) is None
