@@ -83,7 +83,7 @@ async def deliver_once(rt: Runtime, delivery_id: int) -> str:
     async with pool.acquire() as conn:
         delivery = await webhooks_db.claim_delivery(conn, delivery_id, hold_s=settings.webhook_timeout_s + 30)
         if delivery is None:
-            return "skipped"  # delivered, dead, not due yet, or another worker holds this attempt
+            return "skipped"  # delivered, dead, disabled, not due yet, or another worker holds this attempt
         job = await get_job(conn, delivery.job_id)
         secrets = await webhooks_db.signing_secrets(conn, delivery.job_id)
     if job is None or not secrets:
