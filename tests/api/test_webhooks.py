@@ -52,7 +52,7 @@ RETRY_ENV = {"TURNOUT_WEBHOOK_RETRY_SCHEDULE_S": SCHEDULE, "TURNOUT_WEBHOOK_TIME
              "TURNOUT_WEBHOOK_ENDPOINT_DISABLE_AFTER_S": str(DISABLE_AFTER_S)}
 
 
-def verify_both(secret: str, hook: ReceivedHook) -> dict[str, Any]:
+def verify_both(secret: str | bytes, hook: ReceivedHook) -> dict[str, Any]:
     """What a receiver does, with two independent Standard Webhooks verifiers; and a tampered
     id, timestamp or body fails both. Returns the event."""
     event: dict[str, Any] = StandardWebhook(secret).verify(hook.body, hook.headers)
@@ -303,21 +303,34 @@ async def test_redeliver_of_a_pending_delivery_changes_nothing(hooks: HookStack,
 
 
 def test_secret_rotation_signs_with_both_secrets_during_the_overlap(hooks: HookStack) -> None:
+    """A key from before Standard Webhooks (its secret is not base64: the string's bytes are the
+    key) rotates to a Standard Webhooks secret; during the overlap both sign every delivery."""
     key = issue_key(hooks.settings, "rotate")
-    old = key.key.webhook_secret
-    assert webhook_signing.is_standard(old) and len(base64.b64decode(old.removeprefix("whsec_"))) == 32
+    assert webhook_signing.is_standard(key.key.webhook_secret)  # new keys get a Standard Webhooks secret
+    assert len(base64.b64decode(key.key.webhook_secret.removeprefix("whsec_"))) == 32
+    legacy = "whsec_" + "Zm9v-_" * 7 + "x"  # what keys were issued with before (token_urlsafe)
+    query(hooks.settings, "UPDATE api_keys SET webhook_secret = $2 WHERE id = $1", key.key.id, legacy)
     with webhook_receiver(200) as receiver, hooks.api.client(key.token) as c:
+        before = _finish_by_cancel(c, receiver.url)
+        [hook] = wait_until(lambda: receiver.for_job(before), timeout=20, what="the webhook")
+        verify_both(legacy.encode(), hook)  # until it rotates, a legacy key signs with its bytes
         rotation = c.post("/v1/webhooks/secret/rotate")
         assert rotation.status_code == 200, rotation.text
         new = rotation.json()["secret"]
-        assert new != old and webhook_signing.is_standard(new)
+        assert new != legacy and webhook_signing.is_standard(new)
         until = datetime.fromisoformat(rotation.json()["previousValidUntil"])
         assert timedelta(hours=23) < until - datetime.now(UTC) <= timedelta(hours=24)
         job_id = _finish_by_cancel(c, receiver.url)
         [hook] = wait_until(lambda: receiver.for_job(job_id), timeout=20, what="the webhook")
         assert len(hook.headers["webhook-signature"].split(" ")) == 2
         verify_both(new, hook)  # a receiver that switched already
-        verify_both(old, hook)  # a receiver still on the previous secret
+        verify_both(legacy.encode(), hook)  # a receiver still on the previous secret
+        # Past the overlap only the new secret signs.
+        query(hooks.settings, "UPDATE api_keys SET webhook_secret_previous_until = now() WHERE id = $1", key.key.id)
+        last = _finish_by_cancel(c, receiver.url)
+        [hook] = wait_until(lambda: receiver.for_job(last), timeout=20, what="the webhook")
+        assert len(hook.headers["webhook-signature"].split(" ")) == 1
+        verify_both(new, hook)
     [action] = query(hooks.settings, "SELECT action FROM webhook_actions WHERE api_key_id = $1", key.key.id)
     assert action["action"] == "rotate_secret"
 
