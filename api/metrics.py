@@ -119,9 +119,15 @@ class OpsCollector(Collector):
         hooks = GaugeMetricFamily("turnout_webhook_deliveries", "Webhook deliveries by status "
                                   "(retrying and delayed are subsets of pending; dead = dead-lettered)",
                                   labels=["status"])
-        for status in ("pending", "retrying", "delayed", "delivered", "dead"):
+        for status in ("pending", "retrying", "delayed", "delivered", "dead", "disabled"):
             hooks.add_metric([status], int(d.webhooks[status]))
         yield hooks
+        endpoints = GaugeMetricFamily("turnout_webhook_endpoints", "Webhook endpoints (API key, origin) by health "
+                                      "(failing = enabled with failed attempts since its last success)",
+                                      labels=["state"])
+        for state in ("enabled", "failing", "disabled"):
+            endpoints.add_metric([state], int(d.webhooks[f"endpoints_{state}"]))
+        yield endpoints
 
         run = reembed_summary(d.reembed)
         if run is not None:

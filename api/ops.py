@@ -132,7 +132,11 @@ class WebhookSummary(WireModel):
     delayed: int  # pending, next attempt scheduled in the future
     delivered: int
     dead: int  # dead-lettered: gave up
+    disabled: int  # not sent: the endpoint was disabled (recoverable)
     oldest_pending_age_s: float | None
+    endpoints_enabled: int
+    endpoints_failing: int  # enabled, but the last attempt(s) failed
+    endpoints_disabled: int  # failing past the disable window, or answered 410
 
 
 class ReembedSummary(WireModel):
@@ -324,8 +328,10 @@ def _webhooks(row: asyncpg.Record) -> WebhookSummary:
     age = row["oldest_pending_age_s"]
     return WebhookSummary(
         pending=int(row["pending"]), retrying=int(row["retrying"]), delayed=int(row["delayed"]),
-        delivered=int(row["delivered"]), dead=int(row["dead"]),
+        delivered=int(row["delivered"]), dead=int(row["dead"]), disabled=int(row["disabled"]),
         oldest_pending_age_s=None if age is None else round(float(age), 1),
+        endpoints_enabled=int(row["endpoints_enabled"]), endpoints_failing=int(row["endpoints_failing"]),
+        endpoints_disabled=int(row["endpoints_disabled"]),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from infra.db.webhooks import Attempt, Delivery, DeliveryStatus
+from infra.db.webhooks import Attempt, Delivery, DeliveryStatus, Endpoint, RecoverableStatus
 from infra.pages import PageSource
 from infra.results import Language, QuestionResult, WireModel
 
@@ -128,6 +128,62 @@ class DeliveryList(WireModel):
     next_before: int | None = Field(description="Pass as `before` for the next (older) page; null at the end")
 
 
+class EndpointDocument(WireModel):
+    """A webhook endpoint: one API key's webhooks to one origin, and how it is doing."""
+
+    id: int
+    origin: str = Field(description="scheme://host[:port] of the webhook URLs it covers")
+    state: Literal["enabled", "disabled"]
+    consecutive_failures: int
+    failing_since: datetime | None = Field(description="First failure of the current streak")
+    last_failure_at: datetime | None
+    last_success_at: datetime | None
+    disabled_at: datetime | None
+    disabled_reason: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_endpoint(cls, e: Endpoint) -> EndpointDocument:
+        return cls(
+            id=e.id, origin=e.origin, state="disabled" if e.disabled_at else "enabled",
+            consecutive_failures=e.consecutive_failures, failing_since=e.failing_since,
+            last_failure_at=e.last_failure_at, last_success_at=e.last_success_at, disabled_at=e.disabled_at,
+            disabled_reason=e.disabled_reason, created_at=e.created_at,
+        )
+
+
+class EndpointList(WireModel):
+    items: list[EndpointDocument]
+
+
+class RecoverRequest(WireModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid",
+        json_schema_extra={"examples": [{"since": "2025-01-01T00:00:00Z", "status": "dead"}]},
+    )
+
+    since: datetime = Field(description="Deliveries created at or after this time (ISO 8601 with a zone)")
+    status: RecoverableStatus | None = Field(None, description="dead or disabled; both when omitted")
+
+    @field_validator("since")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("since needs a time zone (e.g. 2025-01-01T00:00:00Z)")
+        return value
+
+
+class RecoverResult(WireModel):
+    requeued: list[int] = Field(description="Delivery ids queued again (each keeps its webhook-id)")
+    skipped_disabled: int = Field(description="Matching deliveries left alone: their endpoint is still disabled")
+
+
+class SecretRotation(WireModel):
+    secret: str = Field(description="The new webhook secret (whsec_ + base64 of 32 bytes); shown once")
+    previous_valid_until: datetime = Field(description="Until then every delivery carries a second signature "
+                                           "made with the previous secret")
+
+
 class ErrorBody(WireModel):
     code: str
     message: str
@@ -168,4 +224,4 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return responses
 
 
-WebhookStatusFilter = Literal["pending", "delivered", "dead"]
+WebhookStatusFilter = Literal["pending", "delivered", "dead", "disabled"]

@@ -4,7 +4,7 @@ receiver gets exactly that). A shared contract of the API and the webhook worker
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -137,3 +137,20 @@ class JobDocument(WireModel):
             error=JobError.model_validate(job.error) if job.error else None,
             links=JobLinks(self=path, events=f"{path}/events", pages=f"{path}/pages/{{n}}", cancel=path),
         )
+
+
+WebhookEventType = Literal["job.succeeded", "job.failed", "job.cancelled"]
+
+
+class WebhookEvent(WireModel):
+    """The body of a webhook (Standard Webhooks envelope): the event type, when it happened (the
+    job's end), and the job document exactly as `GET /v1/jobs/{id}` returns it."""
+
+    type: WebhookEventType
+    timestamp: datetime
+    data: JobDocument
+
+    @classmethod
+    def for_job(cls, job: JobRow, *, base_url: str | None = None) -> WebhookEvent:
+        kind: WebhookEventType = f"job.{JobStatus(job.status).value}"  # type: ignore[assignment]  # final statuses only
+        return cls(type=kind, timestamp=job.finished_at or job.updated_at, data=JobDocument.from_row(job, base_url=base_url))

@@ -88,13 +88,18 @@ class Settings(BaseSettings):
     job_lease_s: PositiveFloat = 300.0
     job_sweep_interval_s: PositiveFloat = 30.0  # how often the sweeper looks for orphaned jobs
     job_max_attempts: PositiveInt = 3  # runs of one job before the sweeper fails it (poison job)
-    webhook_retry_base_s: PositiveFloat = 30.0  # jittered exponential back-off multiplier
-    webhook_retry_max_s: PositiveFloat = 3_600.0  # cap on one back-off delay
+    # Seconds before each retry (the Standard Webhooks example: 5 s ... 24 h, ~3 days in all); a
+    # delivery whose last scheduled retry failed is dead-lettered. JSON in the env: `[5, 300]`.
+    webhook_retry_schedule_s: Annotated[tuple[PositiveFloat, ...], Field(min_length=1)] = (
+        5.0, 300.0, 1_800.0, 7_200.0, 18_000.0, 36_000.0, 50_400.0, 72_000.0, 86_400.0,
+    )
+    webhook_retry_jitter: Annotated[float, Field(ge=0, le=1)] = 0.1  # up to +10 % on each delay
+    webhook_endpoint_disable_after_s: PositiveFloat = 3 * 86_400.0  # failing this long -> disabled
+    webhook_secret_overlap_s: PositiveFloat = 24 * 3_600.0  # a rotated-out secret still signs this long
     task_soft_time_limit_s: PositiveFloat = 150.0
     task_expires_s: PositiveFloat = 3_600.0
     webhook_allow_private: bool = False
     webhook_timeout_s: PositiveFloat = 10.0
-    webhook_max_age_s: PositiveFloat = 24 * 3600.0
     page_cache_ttl_s: PositiveInt = 24 * 3600
     # Celery's own task events (for Flower or `celery events`). Turnout's queue health comes from
     # its signal handlers (workers/taskstats.py), so they are off: each costs a Redis PUBLISH per

@@ -71,6 +71,12 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
 async def check_target(url: str, *, allow_private: bool) -> list[IPAddress]:
     """The addresses `url` resolves to, or UnsafeTarget naming the offending address."""
     host, port = parse_target(url)
+    return await check_host(host, port, allow_private=allow_private)
+
+
+async def check_host(host: str, port: int, *, allow_private: bool) -> list[IPAddress]:
+    """Resolve `host` once and check every answer; the caller connects only to these addresses
+    (infra/webhook_http.py), so a name that answers differently next time changes nothing."""
     addresses = await resolve(host, port)
     if not allow_private:
         for address in addresses:

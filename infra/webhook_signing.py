@@ -1,65 +1,72 @@
-"""Webhook signatures: HMAC-SHA256 over `<timestamp>.<body>` with the API key's webhook secret.
+"""Webhook signatures: Standard Webhooks v1, signed and verified with the `standardwebhooks` package.
 
-Headers sent with every delivery:
-    Turnout-Timestamp: 1735689600            (unix seconds when this attempt was signed)
-    Turnout-Signature: v1=<hex hmac-sha256>  (several `v1=` values may appear, comma-separated,
-                                              when a secret is being rotated)
-A receiver recomputes the HMAC over the raw body bytes, compares in constant time and rejects
-timestamps outside its tolerance (replay protection). `verify` is that check, for receivers
-written in Python; docs/api.md shows it standalone.
+Headers sent with every attempt:
+    webhook-id: 17                        (the delivery id: the same on every attempt and redelivery)
+    webhook-timestamp: 1735689600         (unix seconds when this attempt was signed)
+    webhook-signature: v1,<base64>        (HMAC-SHA256 over `<id>.<timestamp>.<body>`; during a
+                                           secret rotation two space-separated `v1,` values)
+A secret is `whsec_` + base64 of 32 random bytes; the HMAC key is the decoded bytes, so any
+Standard Webhooks verifier (standardwebhooks, svix, ...) accepts a delivery.
+
+Keys issued before Standard Webhooks have a `whsec_…` secret that is not base64: until such a key
+rotates its secret, it signs with the secret's bytes as the HMAC key (what it always was); a
+receiver verifies with `Webhook(secret.encode())`. A rotation gives a Standard Webhooks secret.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import base64
+import re
+import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
-TIMESTAMP_HEADER = "Turnout-Timestamp"
-SIGNATURE_HEADER = "Turnout-Signature"
-SCHEME = "v1"
-DEFAULT_TOLERANCE_S = 300
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
+SECRET_PREFIX = "whsec_"
+SECRET_BYTES = 32
+_STANDARD_SECRET = re.compile(rf"{SECRET_PREFIX}[A-Za-z0-9+/]{{43}}=")  # base64 of exactly 32 bytes
+
+__all__ = ["SignatureError", "new_secret", "sign_headers", "verify"]
 
 
 class SignatureError(ValueError):
     """The delivery is not authentic (bad or missing signature, stale timestamp)."""
 
 
-def signature(secret: str, timestamp: int, body: bytes) -> str:
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return mac.hexdigest()
+def new_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode()
 
 
-def sign_headers(secret: str, body: bytes, *, now: float | None = None) -> dict[str, str]:
-    timestamp = int(now if now is not None else time.time())
-    return {TIMESTAMP_HEADER: str(timestamp), SIGNATURE_HEADER: f"{SCHEME}={signature(secret, timestamp, body)}"}
+def is_standard(secret: str) -> bool:
+    return _STANDARD_SECRET.fullmatch(secret) is not None
 
 
-def verify(
-    secret: str,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    tolerance_s: int = DEFAULT_TOLERANCE_S,
-    now: float | None = None,
-) -> int:
-    """Check a delivery; returns its timestamp or raises SignatureError. Header names are
-    matched case-insensitively."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ts = lowered.get(TIMESTAMP_HEADER.lower())
-    raw_sig = lowered.get(SIGNATURE_HEADER.lower())
-    if not raw_ts or not raw_sig:
-        raise SignatureError(f"missing {TIMESTAMP_HEADER} or {SIGNATURE_HEADER} header")
+def _webhook(secret: str) -> Webhook:
+    # A pre-Standard-Webhooks secret is not base64: its bytes are the key (see the module docstring).
+    return Webhook(secret if is_standard(secret) else secret.encode())
+
+
+def sign_headers(
+    secrets_: str | Sequence[str], message_id: str, body: bytes, *, now: float | None = None
+) -> dict[str, str]:
+    """The three headers for one attempt; one signature per secret (the current one first)."""
+    keys = [secrets_] if isinstance(secrets_, str) else list(secrets_)
+    timestamp = datetime.fromtimestamp(int(now if now is not None else time.time()), UTC)
+    text = body.decode()
+    signatures = " ".join(_webhook(k).sign(message_id, timestamp, text) for k in keys)
+    return {ID_HEADER: message_id, TIMESTAMP_HEADER: str(int(timestamp.timestamp())), SIGNATURE_HEADER: signatures}
+
+
+def verify(secret: str, headers: Mapping[str, str], body: bytes) -> str:
+    """Check a delivery as a receiver would (5-minute tolerance); returns its webhook-id or raises
+    SignatureError."""
     try:
-        timestamp = int(raw_ts)
-    except ValueError as exc:
-        raise SignatureError(f"{TIMESTAMP_HEADER} is not an integer") from exc
-    current = now if now is not None else time.time()
-    if abs(current - timestamp) > tolerance_s:
-        raise SignatureError(f"timestamp {timestamp} is outside the {tolerance_s}s tolerance")
-    expected = signature(secret, timestamp, body)
-    candidates = [part.strip()[len(SCHEME) + 1:] for part in raw_sig.split(",") if part.strip().startswith(f"{SCHEME}=")]
-    if not any(hmac.compare_digest(expected, c) for c in candidates):
-        raise SignatureError("signature does not match")
-    return timestamp
+        _webhook(secret).verify(body, dict(headers), json_parse=False)
+    except (WebhookVerificationError, ValueError) as exc:
+        raise SignatureError(str(exc)) from exc
+    return {k.lower(): v for k, v in headers.items()}[ID_HEADER]

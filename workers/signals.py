@@ -36,6 +36,7 @@ OUTCOME_STATES: dict[tuple[str, str], str] = {
     (RUN_JOB.name, "failed"): "failed",  # the job ended failed
     (DELIVER_WEBHOOK.name, "retry"): "retried",  # attempt failed, next one scheduled
     (DELIVER_WEBHOOK.name, "dead"): "failed",  # dead-lettered
+    (DELIVER_WEBHOOK.name, "disabled"): "failed",  # the failure disabled its endpoint
 }
 _REDIS_TIMEOUT_S = 1.0
 

@@ -116,6 +116,8 @@
     setMetric("webhooks.pending", s.webhooks.pending);
     setMetric("webhooks.retrying", s.webhooks.retrying);
     setMetric("webhooks.dead", s.webhooks.dead);
+    setMetric("webhooks.endpointsDisabled", s.webhooks.endpointsDisabled);
+    setMetric("webhooks.endpointsFailing", s.webhooks.endpointsFailing);
     const alive = s.workers.filter((w) => w.alive).length;
     setMetric("workers.alive", alive);
     setMetric("workers.lost", s.workers.length - alive);

@@ -116,8 +116,13 @@ async def webhook_summary(conn: asyncpg.Connection) -> asyncpg.Record:
                count(*) FILTER (WHERE status = 'pending' AND next_attempt_at > now()) AS delayed,
                count(*) FILTER (WHERE status = 'delivered') AS delivered,
                count(*) FILTER (WHERE status = 'dead') AS dead,
+               count(*) FILTER (WHERE status = 'disabled') AS disabled,
                extract(epoch FROM now() - min(created_at) FILTER (WHERE status = 'pending'))
-                   AS oldest_pending_age_s
+                   AS oldest_pending_age_s,
+               (SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NULL) AS endpoints_enabled,
+               (SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NULL AND consecutive_failures > 0)
+                   AS endpoints_failing,
+               (SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NOT NULL) AS endpoints_disabled
         FROM webhook_deliveries
         """
     )

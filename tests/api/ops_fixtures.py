@@ -10,6 +10,7 @@ modules' writers; only back-dating timestamps is test-data SQL here.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import shutil
 import tempfile
@@ -47,7 +48,7 @@ T = TypeVar("T")
 WORKER_QUEUES = "search,webhooks,maintenance,rag,embeddings"  # not router: jobs stay in flight
 # A failed webhook's next attempt is scheduled this far out (no countdown message is sent past
 # 300 s and this stack runs no sweeper), so a "delayed" delivery stays delayed during the tests.
-WEBHOOK_RETRY_BASE_S = 3000
+WEBHOOK_RETRY_SCHEDULE_S = (3000.0,)
 
 
 @dataclass
@@ -104,9 +105,9 @@ def ops_stack(base: Settings, name: str) -> Iterator[OpsStack]:
         prefix = f"{base.redis_prefix}ops-{name}-{secrets.token_hex(3)}:"
         data_dir = Path(tempfile.mkdtemp(prefix=f"turnout-ops-{name}-"))
         settings = stack_settings(base, database_url=dsn, redis_prefix=prefix, data_dir=data_dir,
-                                  webhook_retry_base_s=float(WEBHOOK_RETRY_BASE_S))
+                                  webhook_retry_schedule_s=WEBHOOK_RETRY_SCHEDULE_S)
         worker = start_worker(settings, WORKER_QUEUES, beat=False, concurrency=2, env={
-            "TURNOUT_DATA_DIR": str(data_dir), "TURNOUT_WEBHOOK_RETRY_BASE_S": str(WEBHOOK_RETRY_BASE_S),
+            "TURNOUT_DATA_DIR": str(data_dir), "TURNOUT_WEBHOOK_RETRY_SCHEDULE_S": json.dumps(WEBHOOK_RETRY_SCHEDULE_S),
         })
         api: ApiServer | None = None
         from workers.app import create_celery

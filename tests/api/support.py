@@ -145,15 +145,16 @@ class ReceivedHook:
 
     @property
     def job_id(self) -> str:
+        """The job of a Standard Webhooks envelope `{type, timestamp, data: <job document>}`."""
         try:
-            return str(self.json().get("id", ""))
+            return str(self.json().get("data", {}).get("id", ""))
         except ValueError:
             return ""
 
     @property
     def delivery(self) -> str:
-        """The `Turnout-Delivery` id (the same on every attempt of one delivery: receivers dedupe on it)."""
-        return next((v for k, v in self.headers.items() if k.lower() == "turnout-delivery"), "")
+        """The `webhook-id` (the delivery id: the same on every attempt of one delivery, receivers dedupe on it)."""
+        return next((v for k, v in self.headers.items() if k.lower() == "webhook-id"), "")
 
 
 def _always(status: int) -> Callable[[int], tuple[int, float]]:
@@ -167,6 +168,7 @@ class WebhookReceiver:
     any hang."""
 
     respond: Callable[[int], tuple[int, float]] = field(default_factory=lambda: _always(200))
+    response_headers: dict[str, str] = field(default_factory=dict)  # sent with every answer
     received: list[ReceivedHook] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
     _server: ThreadingHTTPServer | None = None
@@ -191,6 +193,8 @@ class WebhookReceiver:
                     time.sleep(hang_s)
                 try:
                     self.send_response(status)
+                    for name, value in receiver.response_headers.items():
+                        self.send_header(name, value)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                 except OSError:  # the sender gave up (timeout) or died meanwhile

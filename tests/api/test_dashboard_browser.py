@@ -213,6 +213,9 @@ def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], brow
     hooks = summary["webhooks"]
     assert (m["webhooks.pending"], m["webhooks.retrying"], m["webhooks.dead"]) == (
         str(hooks["pending"]), str(hooks["retrying"]), str(hooks["dead"])) == ("1", "1", "0")
+    # Endpoint health: the 503 receiver's endpoint is failing (not yet disabled).
+    assert (m["webhooks.endpointsFailing"], m["webhooks.endpointsDisabled"]) == (
+        str(hooks["endpointsFailing"]), str(hooks["endpointsDisabled"])) == ("1", "0")
     assert m["workers.alive"] == "1" and m["workers.lost"] == "0"
     run = summary["reembed"]
     assert m["reembed.processed"] == str(run["done"] + run["failed"]) == "700"

@@ -143,7 +143,8 @@ def test_search_result_lifecycle_with_llm_free_pages(
     # The webhook: one signed delivery of exactly the polled document.
     [hook] = hooks
     webhook_signing.verify(key.key.webhook_secret, hook.headers, hook.body)
-    assert hook.json() == client.get(f"/v1/jobs/{job_id}").json()
+    assert hook.json()["data"] == client.get(f"/v1/jobs/{job_id}").json()
+    assert hook.json()["type"] == "job.succeeded"
 
     # Pages 2..N with an LLM that fails any call: zero LLM calls, proven.
     llm.reset()

@@ -5,7 +5,7 @@ The stack has its own redis-server, its own database, its own data directory (Qd
 its own workers, split as `turnout up` splits them: router | search,webhooks,maintenance (+beat)
 | rag,embeddings. Everything slow in production is seconds here, through the environment the
 workers read: job lease 3 s, sweep every 1 s, LLM calls cut after 1.5 s with one retry, a job
-deadline of 15 s, webhook timeout 1.5 s with sub-second back-off and a 5 s dead-letter age.
+deadline of 15 s, webhook timeout 1.5 s with a retry schedule of 0.5, 1, 1, 1 s (then the dead letter).
 Embeddings come from the scripted LLM server (hashed vectors), so indexing takes no model.
 """
 
@@ -48,7 +48,7 @@ FINAL = {s.value for s in JobStatus if s.is_final}
 JOB_DEADLINE_S = 15.0
 LLM_CALL_TIMEOUT_S = 1.5
 WEBHOOK_TIMEOUT_S = 1.5
-WEBHOOK_MAX_AGE_S = 5.0
+WEBHOOK_RETRY_SCHEDULE_S = "[0.5, 1, 1, 1]"  # 5 attempts, then dead-lettered
 
 # What every drill worker reads (see the module docstring).
 DRILL_ENV = {
@@ -58,9 +58,7 @@ DRILL_ENV = {
     "TURNOUT_LIMIT_LLM_CALL_TIMEOUT_S": str(LLM_CALL_TIMEOUT_S),
     "TURNOUT_LIMIT_JOB_DEADLINE_S": str(JOB_DEADLINE_S),
     "TURNOUT_WEBHOOK_TIMEOUT_S": str(WEBHOOK_TIMEOUT_S),
-    "TURNOUT_WEBHOOK_RETRY_BASE_S": "0.5",
-    "TURNOUT_WEBHOOK_RETRY_MAX_S": "1",
-    "TURNOUT_WEBHOOK_MAX_AGE_S": str(WEBHOOK_MAX_AGE_S),
+    "TURNOUT_WEBHOOK_RETRY_SCHEDULE_S": WEBHOOK_RETRY_SCHEDULE_S,
 }
 ROUTER = "router"
 FRONT = "search,webhooks,maintenance"

@@ -1,6 +1,6 @@
 """Webhook receivers that hang (longer than TURNOUT_WEBHOOK_TIMEOUT_S, 1.5 s in the drill) or
 answer 500: every attempt is recorded, the delivery ends delivered (the receiver recovered) or
-dead-lettered (after TURNOUT_WEBHOOK_MAX_AGE_S, 5 s in the drill), and each job has exactly one
+dead-lettered (after the last step of TURNOUT_WEBHOOK_RETRY_SCHEDULE_S, 4 retries in the drill), and each job has exactly one
 delivery row."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_hanging_and_failing_receivers(drill_stack: DrillStack, tagged: TaggedLL
     assert attempts[0]["status_code"] is None and "Timeout" in attempts[0]["error"], attempts
     assert attempts[1]["status_code"] == 200 and attempts[1]["error"] is None
     assert len(hangs_once.for_job(jobs["hangs_once"])) == 2
-    assert len({h.delivery for h in hangs_once.for_job(jobs["hangs_once"])}) == 1  # same Turnout-Delivery id
+    assert len({h.delivery for h in hangs_once.for_job(jobs["hangs_once"])}) == 1  # same webhook-id
 
     # Receivers that never recover: retried with back-off, then dead-lettered once too old.
     for name, receiver, code, error in (("fails_always", fails_always, 500, "HTTP 500"),

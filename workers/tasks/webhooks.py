@@ -1,32 +1,36 @@
-"""Webhooks queue: `turnout.webhooks.deliver(delivery_id)` POSTs a final job document, signed.
+"""Webhooks queue: `turnout.webhooks.deliver(delivery_id)` POSTs a final job event, Standard Webhooks signed.
+
+The body is `{type, timestamp, data}` (`job.succeeded|job.failed|job.cancelled`, data = the job
+document), signed per attempt with `webhook-id` = the delivery id (infra/webhook_signing.py). The
+connection goes only to the address that was checked (infra/webhook_http.py).
 
 One attempt per message; no worker ever sleeps. A retryable failure (connection error,
 timeout, 408/425/429/5xx, a name that does not resolve right now) schedules the next attempt
-with jittered exponential back-off (tenacity's `wait_exponential_jitter` computes the delay)
-as a Celery countdown message, or leaves it to the sweeper when the delay is longer than a
-broker message should wait. Once the next attempt would start after `webhook_max_age_s`
-(24 h) from the first, or the failure is permanent (another 4xx, a redirect, a target that
-resolves to a refused address), the delivery is dead-lettered. Every attempt is recorded.
+after the next step of `webhook_retry_schedule_s` plus jitter (a receiver's `Retry-After` may
+lengthen it up to the schedule's longest step), as a Celery countdown message, or leaves it to
+the sweeper when the delay is longer than a broker message should wait. After the schedule's
+last step, or on a permanent failure (another 4xx, a redirect, a refused address), the delivery
+is dead-lettered. Every attempt is recorded and counted in its endpoint's health: an endpoint
+failing for longer than `webhook_endpoint_disable_after_s`, or answering 410, is disabled.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import httpx
-from tenacity import RetryCallState
-from tenacity.wait import wait_exponential_jitter
 
 from infra import webhook_signing
 from infra.db import webhooks as webhooks_db
 from infra.db.jobs import get_job
-from infra.job_document import JobDocument
+from infra.job_document import WebhookEvent
 from infra.settings import Settings, get_settings
-from infra.ssrf import UnresolvableTarget, UnsafeTarget, check_target
+from infra.ssrf import UnresolvableTarget, UnsafeTarget
 from infra.transient import parse_retry_after, retryable_status
+from infra.webhook_http import pinned_client
 from workers import registry
 from workers._runtime import Runtime
 from workers.app import process_app
@@ -39,6 +43,7 @@ log = logging.getLogger("turnout.webhooks")
 # its visibility timeout. The sweeper sends the message once the delivery is due instead.
 COUNTDOWN_MAX_S = 300.0
 USER_AGENT = "Turnout-Webhooks/1"
+
 
 def _limit(settings: Settings) -> float:
     return settings.webhook_timeout_s + 20
@@ -59,14 +64,17 @@ def deliver(delivery_id: int) -> str:
     return run_async(lambda rt: deliver_once(rt, delivery_id), timeout_s=_limit(get_settings()))
 
 
-def retry_delay(settings: Settings, attempt: int) -> float:
-    """Seconds before attempt `attempt + 1`: base·2^(attempt-1) plus up to `base` of jitter, capped."""
-    wait = wait_exponential_jitter(
-        initial=settings.webhook_retry_base_s, max=settings.webhook_retry_max_s, jitter=settings.webhook_retry_base_s
-    )
-    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-    state.attempt_number = attempt
-    return float(wait(state))
+def retry_delay(settings: Settings, attempt: int, retry_after_s: float | None = None) -> float | None:
+    """Seconds before the retry after failed attempt `attempt` (1-based, within the round): the
+    schedule's step plus up to `webhook_retry_jitter` of it; a longer `Retry-After` is honoured
+    up to the schedule's longest step. None when the schedule is used up (dead-letter)."""
+    schedule = settings.webhook_retry_schedule_s
+    if attempt > len(schedule):
+        return None
+    delay = schedule[attempt - 1] * (1 + random.uniform(0, settings.webhook_retry_jitter))
+    if retry_after_s is not None:
+        delay = min(max(delay, retry_after_s), max(schedule))
+    return delay
 
 
 async def deliver_once(rt: Runtime, delivery_id: int) -> str:
@@ -75,38 +83,35 @@ async def deliver_once(rt: Runtime, delivery_id: int) -> str:
     async with pool.acquire() as conn:
         delivery = await webhooks_db.claim_delivery(conn, delivery_id, hold_s=settings.webhook_timeout_s + 30)
         if delivery is None:
-            return "skipped"  # delivered, dead, not due yet, or another worker holds this attempt
+            return "skipped"  # delivered, dead, disabled, not due yet, or another worker holds this attempt
         job = await get_job(conn, delivery.job_id)
-        secret = await webhooks_db.signing_secret(conn, delivery.job_id)
-    if job is None or secret is None:
+        secrets = await webhooks_db.signing_secrets(conn, delivery.job_id)
+    if job is None or not secrets:
         outcome = AttemptResult(False, False, None, "the job or its API key no longer exists", 0.0)
-    else:
-        body = JobDocument.from_row(job, base_url=settings.public_base_url).model_dump_json(by_alias=True)
-        outcome = await post_signed(rt, delivery.url, body.encode(), secret, delivery_id)
+        return await _record(rt, delivery, outcome, counts_for_endpoint=False)
+    body = WebhookEvent.for_job(job, base_url=settings.public_base_url).model_dump_json(by_alias=True)
+    outcome = await post_signed(rt, delivery.url, body.encode(), secrets, delivery_id)
     return await _record(rt, delivery, outcome)
 
 
-async def post_signed(rt: Runtime, url: str, body: bytes, secret: str, delivery_id: int) -> AttemptResult:
-    settings = rt.settings
+async def post_signed(rt: Runtime, url: str, body: bytes, secrets: list[str], delivery_id: int) -> AttemptResult:
+    """One signed POST to the checked address of `url` (`secrets`: the current one first)."""
     started = time.perf_counter()
 
     def elapsed_ms() -> float:
         return (time.perf_counter() - started) * 1000
 
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        **webhook_signing.sign_headers(secrets, str(delivery_id), body),
+    }
     try:
-        await check_target(url, allow_private=settings.webhook_allow_private)
+        response = await _client(rt).post(url, content=body, headers=headers)
     except UnresolvableTarget as exc:
         return AttemptResult(False, True, None, str(exc), elapsed_ms())
     except UnsafeTarget as exc:
         return AttemptResult(False, False, None, f"target refused: {exc}", elapsed_ms())
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "Turnout-Delivery": str(delivery_id),
-        **webhook_signing.sign_headers(secret, body),
-    }
-    try:
-        response = await _client(rt).post(url, content=body, headers=headers)
     except httpx.TransportError as exc:
         return AttemptResult(False, True, None, f"{type(exc).__name__}: {exc}"[:500], elapsed_ms())
     code = response.status_code
@@ -120,33 +125,39 @@ async def post_signed(rt: Runtime, url: str, body: bytes, secret: str, delivery_
 def _client(rt: Runtime) -> httpx.AsyncClient:
     client: httpx.AsyncClient | None = rt.extras.get("webhooks.http")
     if client is None:
-        # trust_env=False: no proxy from the environment may relay a request to a refused address.
-        client = httpx.AsyncClient(timeout=rt.settings.webhook_timeout_s, follow_redirects=False, trust_env=False)
+        client = pinned_client(timeout_s=rt.settings.webhook_timeout_s, allow_private=rt.settings.webhook_allow_private)
         rt.extras["webhooks.http"] = client
     return client
 
 
-async def _record(rt: Runtime, delivery: webhooks_db.Delivery, result: AttemptResult) -> str:
+async def _record(
+    rt: Runtime, delivery: webhooks_db.Delivery, result: AttemptResult, *, counts_for_endpoint: bool = True
+) -> str:
     settings = rt.settings
     attempt = delivery.attempts
-    delay = 0.0
+    delay: float | None = 0.0
     if result.delivered:
         outcome: webhooks_db.AttemptOutcome = "delivered"
     elif not result.retryable:
         outcome = "dead"
     else:
-        delay = retry_delay(settings, attempt)
-        if result.retry_after_s is not None:
-            delay = min(max(delay, result.retry_after_s), settings.webhook_retry_max_s)
-        age_s = (datetime.now(UTC) - delivery.created_at).total_seconds()
-        outcome = "retry" if age_s + delay <= settings.webhook_max_age_s else "dead"
+        delay = retry_delay(settings, delivery.round_attempts, result.retry_after_s)
+        outcome = "retry" if delay is not None else "dead"
+    endpoint_result: webhooks_db.EndpointResult | None = None
+    if counts_for_endpoint:
+        endpoint_result = "ok" if result.delivered else "gone" if result.status_code == 410 else "failed"
     pool = await rt.pool()
     async with pool.acquire() as conn:
-        await webhooks_db.finish_attempt(
+        outcome = await webhooks_db.finish_attempt(
             conn, delivery.id, attempt=attempt, outcome=outcome, status_code=result.status_code,
-            error=result.error, latency_ms=result.latency_ms, retry_in_s=delay if outcome == "retry" else 0.0,
+            error=result.error, latency_ms=result.latency_ms,
+            retry_in_s=delay if outcome == "retry" and delay is not None else 0.0,
+            endpoint_id=delivery.endpoint_id, endpoint_result=endpoint_result,
+            disable_after_s=settings.webhook_endpoint_disable_after_s,
         )
-    if outcome == "retry" and delay <= COUNTDOWN_MAX_S:
+    if outcome == "disabled":
+        log.warning("webhook endpoint of delivery %d disabled after failing: %s", delivery.id, result.error)
+    if outcome == "retry" and delay is not None and delay <= COUNTDOWN_MAX_S:
         send_webhook(process_app(), settings, delivery.id, countdown=delay)
     if outcome == "dead":
         log.warning("webhook delivery %d for job %s dead after %d attempt(s): %s",
