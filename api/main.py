@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.mcp.http import mount_mcp
 from api.middleware import install_request_limits
 from api.routes import ROUTERS
 from api.state import AppState
@@ -37,7 +38,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys
         )
         try:
-            yield
+            async with run_mcp(app.state.turnout):  # the MCP SDK's session manager lives as long as the app
+                yield
         finally:
             await job_events.close()
             await redis.aclose()
@@ -54,4 +56,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_request_limits(app, settings)
     for router in ROUTERS:
         app.include_router(router)
+    run_mcp = mount_mcp(app, settings)
     return app
