@@ -32,6 +32,7 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
     """The resources the API opens at start-up (api/main.py), for this process."""
     pool = await create_pool(settings.database_url, min_size=1, max_size=4)
     job_events = JobEventListener(settings.database_url)
+    api_keys = ApiKeyCache(job_events)  # subscribes before the listener starts, as in api/main.py
     try:
         await job_events.start()
     except BaseException:
@@ -39,8 +40,7 @@ async def open_state(settings: Settings) -> AsyncIterator[AppState]:
         raise
     redis = create_async_redis(settings)
     try:
-        yield AppState(settings=settings, pool=pool, redis=redis, job_events=job_events,
-                       api_keys=ApiKeyCache(job_events))
+        yield AppState(settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys)
     finally:
         await job_events.close()
         await redis.aclose()

@@ -69,6 +69,20 @@ def _read(api: ApiServer, token: str, uri: str) -> dict[str, Any]:
     return asyncio.run(go())
 
 
+def _read_error(api: ApiServer, token: str, uri: str) -> MCPError:
+    """The JSON-RPC error a resource read gets (caught inside the client's task group)."""
+
+    async def go() -> MCPError:
+        async with mcp_http(api, token) as client:
+            try:
+                await client.read_resource(uri)
+            except MCPError as exc:
+                return exc
+        raise AssertionError(f"reading {uri} succeeded")
+
+    return asyncio.run(go())
+
+
 def _text(result: types.CallToolResult) -> str:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
@@ -222,12 +236,8 @@ def test_job_and_page_resources_need_no_llm(
     assert not first_ids & {i["id"] for i in page["result"]["articles"]["items"]}
     assert llm.chat_requests == []
 
-    async def out_of_range() -> None:
-        async with mcp_http(api, key.token) as client:
-            await client.read_resource(f"turnout://jobs/{job_id}/pages/9999")
-
-    with pytest.raises(MCPError, match="page 9999 does not exist"):
-        asyncio.run(out_of_range())
+    error = _read_error(api, key.token, f"turnout://jobs/{job_id}/pages/9999")
+    assert error.message.startswith("page 9999 does not exist") and error.data["code"] == "page_out_of_range"
 
 
 def test_refused_without_a_key_and_for_another_keys_job(api: ApiServer, key: IssuedKey, llm: ScriptedLLM,
@@ -250,8 +260,7 @@ def test_refused_without_a_key_and_for_another_keys_job(api: ApiServer, key: Iss
     mine = _job_id(_call(api, key.token, "SearchArticles", {"text": "ruby"}))
     other = issue_key(settings, "other")
     for uri in (f"turnout://jobs/{mine}", f"turnout://jobs/{mine}/pages/1"):
-        with pytest.raises(MCPError, match=f"no job {mine} for this key"):
-            _read(api, other.token, uri)
+        assert _read_error(api, other.token, uri).message == f"no job {mine} for this key"
     assert _read(api, key.token, f"turnout://jobs/{mine}")["id"] == mine
 
 
