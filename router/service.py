@@ -211,7 +211,7 @@ class _Run:
 
     # ---- entry ----
     async def route(self, *, dry_run: bool = False) -> QuestionResult | ValidatedCall:
-        await self.emit("routing", {"llm": self.deps.engine is not None})
+        await self.emit("routing", {"llm": self.deps.engine is not None and self.req.tool_call is None})
         try:
             outcome = await self._route(dry_run)
             if self.journal is not None:

@@ -9,7 +9,7 @@ manager runs inside the FastAPI lifespan (`lifespan`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from api.mcp.server import Caller, TurnoutMCP, client_of
 from api.state import AppState
@@ -69,29 +70,45 @@ def http_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
     return Caller(token.client_id, client_of(ctx))
 
 
-def mount_mcp(app: FastAPI, settings: Settings) -> Callable[[AppState], Any]:
+class _Endpoint:
+    """The SDK's streamable HTTP app, once the lifespan has built its session manager."""
+
+    def __init__(self) -> None:
+        self.manager: StreamableHTTPSessionManager | None = None
+        self.state: AppState | None = None
+
+    def app_state(self) -> AppState:
+        if self.state is None:
+            raise RuntimeError("the MCP endpoint is used before the app started")
+        return self.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.manager is None:
+            raise RuntimeError("the MCP endpoint is used before the app started")
+        await StreamableHTTPASGIApp(self.manager)(scope, receive, send)
+
+
+def mount_mcp(app: FastAPI, settings: Settings) -> Callable[[AppState], AbstractAsyncContextManager[None]]:
     """Add `/mcp` to `app`; returns the lifespan hook that runs the SDK's session manager."""
-    holder: dict[str, AppState] = {}
-    manager: dict[str, StreamableHTTPSessionManager] = {}
-
-    class Endpoint:
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            await StreamableHTTPASGIApp(manager["it"])(scope, receive, send)
-
-    endpoint = AuthenticationMiddleware(
-        AuthContextMiddleware(RequireAuthMiddleware(Endpoint(), required_scopes=[])),
-        backend=BearerAuthBackend(ApiKeyVerifier(lambda: holder["state"])),
+    endpoint = _Endpoint()
+    # The SDK's bearer middleware: 401 without a valid key; the key's id is the access token's client id.
+    guarded = AuthenticationMiddleware(
+        AuthContextMiddleware(RequireAuthMiddleware(endpoint, required_scopes=[])),
+        backend=BearerAuthBackend(ApiKeyVerifier(endpoint.app_state)),
     )
-    app.router.routes.append(Route(PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(Route(PATH, endpoint=guarded, methods=["GET", "POST", "DELETE"]))
 
     @asynccontextmanager
     async def lifespan(state: AppState) -> AsyncIterator[None]:
-        holder["state"] = state
+        endpoint.state = state
         server = TurnoutMCP(state, http_caller, wait_s=settings.mcp_wait_s).build()
-        manager["it"] = StreamableHTTPSessionManager(
+        endpoint.manager = StreamableHTTPSessionManager(
             app=server, stateless=True, json_response=True, security_settings=transport_security(settings),
         )
-        async with manager["it"].run():
-            yield
+        try:
+            async with endpoint.manager.run():
+                yield
+        finally:
+            endpoint.manager = endpoint.state = None
 
     return lifespan
