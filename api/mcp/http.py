@@ -13,6 +13,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import mcp_types as types
 from fastapi import FastAPI
 from mcp.server import ServerRequestContext
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
@@ -66,7 +67,7 @@ class ApiKeyVerifier:
 def http_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:
     token = get_access_token()
     if token is None:  # RequireAuthMiddleware answers 401 before this; a guard, not a path
-        raise MCPError(-32001, "missing API key: send 'Authorization: Bearer <key>'")
+        raise MCPError(types.INVALID_REQUEST, "missing API key: send 'Authorization: Bearer <key>'")
     return Caller(token.client_id, client_of(ctx))
 
 

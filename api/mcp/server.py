@@ -37,6 +37,7 @@ from api.routes.jobs import job_page
 from api.schemas import JobDocument
 from api.state import AppState
 from infra.db import jobs as jobs_db
+from infra.db.job_events import JobEvent, last_event
 from infra.results import QuestionResult
 from infra.status import JobStatus, ResultStatus
 from router.errors import TOOL_REJECTED
@@ -237,9 +238,13 @@ class TurnoutMCP:
                 functools.partial(send_run_job, self._celery(), settings, job.id, submitted=submitted)
             )
             job = await until_final(watch, read, state.job_events, wait_s=self.wait_s, job=job)
-        return self._outcome(job)
+        if job.status.is_final:
+            return self._outcome(job, None)
+        async with state.pool.acquire() as conn:
+            progress = await last_event(conn, job.id)
+        return self._outcome(job, progress)
 
-    def _outcome(self, job: jobs_db.JobRow) -> types.CallToolResult:
+    def _outcome(self, job: jobs_db.JobRow, progress: JobEvent | None) -> types.CallToolResult:
         document = JobDocument.from_row(job, base_url=self.state.settings.public_base_url)
         meta = {"turnout/jobId": job.id, "turnout/status": job.status.value,
                 "turnout/links": document.links.model_dump(by_alias=True)}
@@ -259,9 +264,13 @@ class TurnoutMCP:
         if job.status is JobStatus.CANCELLED:
             return _error(f"ERROR: job {job.id} was cancelled", meta)
         # Still queued or running: not an error of the call, but no result to validate yet.
+        step = f" (last step: {progress.kind})" if progress is not None else ""
+        if progress is not None:
+            meta["turnout/lastEvent"] = {"kind": progress.kind, "data": progress.data,
+                                         "at": progress.created_at.isoformat()}
         return _error(
-            f"PENDING: job {job.id} is still {job.status.value} after {self.wait_s:g}s; do not call the tool "
-            f"again — read the resource turnout://jobs/{job.id} for its status and result.",
+            f"PENDING: job {job.id} is still {job.status.value}{step} after {self.wait_s:g}s; do not call the "
+            f"tool again — read the resource turnout://jobs/{job.id} for its status and result.",
             meta,
         )
 

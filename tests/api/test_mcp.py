@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -310,8 +311,10 @@ def idle_mcp(settings: Settings) -> Iterator[ApiServer]:
 def test_a_call_still_running_after_the_wait_returns_its_job(idle_mcp: ApiServer, key: IssuedKey) -> None:
     result = _call(idle_mcp, key.token, "SearchArticles", {"text": "ruby"})
     job_id = _job_id(result)
-    assert result.is_error is True and _text(result).startswith(f"PENDING: job {job_id} is still queued")
+    assert result.is_error is True
+    assert _text(result).startswith(f"PENDING: job {job_id} is still queued (last step: queued) after 1s")
     assert result.meta is not None and result.meta["turnout/status"] == "queued"
+    assert result.meta["turnout/lastEvent"]["kind"] == "queued"
     assert result.meta["turnout/links"]["self"] == f"/v1/jobs/{job_id}"
     job = _read(idle_mcp, key.token, f"turnout://jobs/{job_id}")
     assert job["status"] == "queued"
@@ -386,3 +389,27 @@ def test_stdio_refuses_to_start_without_a_valid_key(settings: Settings) -> None:
                               text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert proc.returncode != 0
         assert "TURNOUT_API_KEY" in proc.stderr, proc.stderr
+
+
+def test_a_running_job_reports_its_last_step_then_its_result(
+    key: IssuedKey, llm: ScriptedLLM, settings: Settings, celery_worker: WorkerGroup
+) -> None:
+    from tests.support.llm_server import Delay
+
+    quick = ApiServer(stack_settings(settings, mcp_wait_s=1.0)).start()  # the session's workers run its jobs
+    try:
+        llm.script(Delay(4.0, ToolCall("SearchArticles", {"text": "ruby", "language": "en"})))
+        result = _call(quick, key.token, "AskTurnout", {"question": "ruby news, slowly routed"})
+        job_id = _job_id(result)
+        assert result.is_error is True and result.meta is not None
+        status, step = result.meta["turnout/status"], result.meta["turnout/lastEvent"]["kind"]
+        # Claimed within the second unless the machine is very busy; the LLM holds it 4 s after that.
+        assert (status, step) in {("running", "running"), ("running", "routing"), ("queued", "queued")}, result.meta
+        assert f"still {status} (last step: {step})" in _text(result)
+        deadline = time.monotonic() + 60
+        while (job := _read(quick, key.token, f"turnout://jobs/{job_id}"))["status"] != "succeeded":
+            assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
+            time.sleep(0.3)
+        assert job["result"]["resultType"] == "SearchResult" and job["result"]["routedBy"] == "llm"
+    finally:
+        quick.stop()
