@@ -111,11 +111,15 @@ class Caller:
 
 
 def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The client's `name/version`. A handshake-era client over stateless HTTP names itself only in
+    its `initialize` request (a request of its own), so its calls fall back to the `User-Agent`."""
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
-    if info is None:
-        return None
-    return f"{info.name}/{info.version}"[:_CLIENT_MAX]
+    if info is not None:
+        return f"{info.name}/{info.version}"[:_CLIENT_MAX]
+    headers = getattr(ctx.request, "headers", None)
+    agent = headers.get("user-agent") if headers is not None else None
+    return str(agent)[:_CLIENT_MAX] if agent else None
 
 
 def _text(text: str) -> list[types.ContentBlock]:

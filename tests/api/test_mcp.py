@@ -40,11 +40,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @asynccontextmanager
-async def mcp_http(api: ApiServer, token: str | None, **headers: str) -> AsyncIterator[Client]:
-    auth = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers={**auth, **headers}, timeout=90) as http:
+async def mcp_http(api: ApiServer, token: str | None, *, mode: str = "auto", agent: str | None = None
+                   ) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if agent:
+        headers["User-Agent"] = agent
+    async with httpx2.AsyncClient(headers=headers, timeout=90) as http:
         transport = streamable_http_client(f"{api.base_url}/mcp", http_client=http)
-        async with Client(transport, client_info=CLIENT_INFO, read_timeout_seconds=90) as client:
+        async with Client(transport, client_info=CLIENT_INFO, read_timeout_seconds=90, mode=mode) as client:
             yield client
 
 
@@ -413,3 +416,23 @@ def test_a_running_job_reports_its_last_step_then_its_result(
         assert job["result"]["resultType"] == "SearchResult" and job["result"]["routedBy"] == "llm"
     finally:
         quick.stop()
+
+
+def test_handshake_era_clients_work_too(api: ApiServer, key: IssuedKey, llm: ScriptedLLM, settings: Settings) -> None:
+    """Hosts on the 2025 protocol (initialize handshake) against the stateless endpoint."""
+    llm.fail_every_call()
+
+    async def go() -> tuple[str, list[types.Tool], types.CallToolResult]:
+        async with mcp_http(api, key.token, mode="legacy", agent="legacy-host/1.0") as client:
+            tools = (await client.list_tools()).tools
+            result = await client.call_tool("SearchArticles", {"text": "ruby", "language": "en"})
+            assert isinstance(result, types.CallToolResult)
+            return client.protocol_version, tools, result
+
+    version, tools, result = asyncio.run(go())
+    assert not version.startswith("2026")
+    assert [t.name for t in tools] == [*default_registry().names, "AskTurnout"]
+    assert result.is_error is False and result.structured_content is not None
+    [job] = query(settings, "SELECT source, client FROM jobs WHERE id = $1", _job_id(result))
+    # Its name came with `initialize` only (another request): the call is known by its User-Agent.
+    assert job["source"] == "mcp" and job["client"] == "legacy-host/1.0"
