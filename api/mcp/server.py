@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,12 +142,18 @@ def summary(result: QuestionResult) -> str:
     return result.message or result.status.value
 
 
+def storable_text(text: str) -> str:
+    """Control characters (NUL above all, which PostgreSQL text rejects) become spaces, as the
+    gateway treats them in a question."""
+    return "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
 def _first_text(arguments: dict[str, Any]) -> str:
     """What the job's `question` column holds for a call the host chose (its text, for reading)."""
     for name in ("question", "text"):
         value = arguments.get(name)
         if isinstance(value, str):
-            return value
+            return storable_text(value)
     return ""
 
 
@@ -211,7 +218,7 @@ class TurnoutMCP:
                           f"at most {limits.question_max_chars}")
         if language is not None and language not in ("ru", "en", "de"):
             return _error(f"ERROR: {ASK_TURNOUT}: answerLanguage {language!r} is not supported; use one of ru, en, de")
-        return await self._run(caller, question=question, answer_language=language, tool_call=None)
+        return await self._run(caller, question=storable_text(question), answer_language=language, tool_call=None)
 
     async def _run(
         self, caller: Caller, *, question: str, answer_language: str | None, tool_call: dict[str, Any] | None

@@ -10,6 +10,7 @@ A final transition writes its event and the webhook delivery in the same stateme
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -55,6 +56,8 @@ def _job(row: asyncpg.Record) -> JobRow:
 
 def _job_from(values: dict[str, Any]) -> JobRow:
     values["status"] = JobStatus(values["status"])
+    if isinstance(values.get("tool_call"), str):  # stored as JSON text (migration 0008)
+        values["tool_call"] = json.loads(values["tool_call"])
     return JobRow(**values)
 
 
@@ -102,7 +105,8 @@ async def create_job(
         SELECT * FROM job
         """,
         new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
-        idempotency_key, request_hash, lease_s, source, client, tool_call,
+        idempotency_key, request_hash, lease_s, source, client,
+        json.dumps(tool_call) if tool_call is not None else None,
     )
     if row is not None:
         return _job(row), True

@@ -153,7 +153,7 @@ def test_search_runs_the_hosts_call_as_a_job_without_turnouts_llm(
     assert doc["articles"]["items"][0]["title"] in _text(result)
     assert llm.chat_requests == []
     job_id = _job_id(result)
-    [job] = query(settings, "SELECT source, client, tool_call, api_key_id FROM jobs WHERE id = $1", job_id)
+    [job] = query(settings, "SELECT source, client, tool_call::jsonb, api_key_id FROM jobs WHERE id = $1", job_id)
     assert job == {"source": "mcp", "client": "test-host/9.1", "api_key_id": key.key.id,
                    "tool_call": {"tool": "SearchArticles", "arguments": {"text": "ruby", "language": "en",
                                                                        "pageSize": 3}}}
@@ -436,3 +436,32 @@ def test_handshake_era_clients_work_too(api: ApiServer, key: IssuedKey, llm: Scr
     [job] = query(settings, "SELECT source, client FROM jobs WHERE id = $1", _job_id(result))
     # Its name came with `initialize` only (another request): the call is known by its User-Agent.
     assert job["source"] == "mcp" and job["client"] == "legacy-host/1.0"
+
+
+HOSTILE: list[tuple[str, dict[str, Any]]] = [
+    ("SearchArticles", {"text": "nul\x00byte", "includeHidden": True}),
+    ("SearchArticles", {"text": "ruby", "pageSize": 10_000, "page": -5}),
+    ("SearchArticles", {"text": "'; DROP TABLE localizations; --", "language": "en\" OR \"1\"=\"1"}),
+    ("AskArticles", {"question": "\x00", "answerLanguage": "klingon"}),
+    ("SearchAndAskArticles", {"question": "Vergleich", "scope": ["*"], "pageSize": 500}),
+    ("AskTurnout", {"question": "nul\x00 in a question"}),
+]
+
+
+def test_hostile_arguments_get_an_answer_never_a_crash(
+    api: ApiServer, key: IssuedKey, llm: ScriptedLLM, settings: Settings
+) -> None:
+    llm.on_chat(lambda body: ToolCall("SearchArticles", {"text": "ruby", "language": "en"}))
+    validator = CallValidator(default_registry(), settings.limits, today=datetime.now(UTC).date(),
+                              question="x", user_language="en")
+    for name, arguments in HOSTILE:
+        result = _call(api, key.token, name, arguments)
+        verdict = validator.validate(name, arguments) if name != "AskTurnout" else None
+        if isinstance(verdict, Rejection):  # the gateway saw exactly what was sent (NULs included)
+            assert _text(result) == verdict.message, (name, arguments)
+        if result.is_error:
+            assert _text(result).startswith("ERROR: "), (name, arguments, _text(result))
+        else:
+            assert result.structured_content is not None
+            items = (result.structured_content.get("articles") or {}).get("items", [])
+            assert len(items) <= settings.limits.page_size_max

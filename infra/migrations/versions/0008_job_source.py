@@ -1,6 +1,8 @@
 """Where a job came from: `source` (`http` for POST /v1/questions, `mcp` for an MCP tool call),
 the MCP client (`name/version`) and, for a tool the MCP host's model chose, the fixed call
-(`tool_call` = {tool, arguments}) the runner hands to the gateway instead of asking the LLM.
+(`tool_call` = {tool, arguments}) the runner hands to the gateway instead of asking the LLM. The
+call is kept as JSON *text*: jsonb cannot hold a NUL (nor NaN), which a model may send, and the
+gateway must judge exactly what was sent.
 
 Audit rows carry the job's source and client too: a BEFORE INSERT trigger copies them from the
 job, so every writer of audit rows (router, RAG, journal) stays as it is.
@@ -17,7 +19,7 @@ down_revision = "0004"
 UPGRADE = [
     "ALTER TABLE jobs ADD COLUMN source text NOT NULL DEFAULT 'http' CHECK (source IN ('http', 'mcp'))",
     "ALTER TABLE jobs ADD COLUMN client text",
-    "ALTER TABLE jobs ADD COLUMN tool_call jsonb",
+    "ALTER TABLE jobs ADD COLUMN tool_call text",
     "ALTER TABLE audit_events ADD COLUMN source text",
     "ALTER TABLE audit_events ADD COLUMN client text",
     """
