@@ -321,8 +321,10 @@ def test_a_call_still_running_after_the_wait_returns_its_job(idle_mcp: ApiServer
     assert result.meta["turnout/links"]["self"] == f"/v1/jobs/{job_id}"
     job = _read(idle_mcp, key.token, f"turnout://jobs/{job_id}")
     assert job["status"] == "queued"
-    with idle_mcp.client(key.token) as http:  # the same job over the HTTP API
+    with idle_mcp.client(key.token) as http:  # the same job over the HTTP API, cancelled there
         assert http.get(f"/v1/jobs/{job_id}").json()["status"] == "queued"
+        assert http.delete(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
+    assert _read(idle_mcp, key.token, f"turnout://jobs/{job_id}")["status"] == "cancelled"
 
 
 def test_mcp_submissions_share_the_keys_limit(idle_mcp: ApiServer, settings: Settings) -> None:
