@@ -353,6 +353,11 @@ def test_ops_figures_split_jobs_by_source(api: ApiServer, key: IssuedKey, llm: S
     by_source = response.json()["jobs"]["bySource"]
     mcp_total = query(settings, "SELECT count(*) AS n FROM jobs WHERE source = 'mcp'")[0]["n"]
     assert sum(by_source["mcp"].values()) == mcp_total >= 1
+    assert response.json()["jobs"]["total"] == sum(n for counts in by_source.values() for n in counts.values())
+    with api.client(admin.token) as http:
+        metrics = http.get("/metrics").text
+    succeeded = by_source["mcp"].get("succeeded", 0)
+    assert f'turnout_jobs_by_source{{source="mcp",status="succeeded"}} {float(succeeded)}' in metrics
 
 
 # ---- stdio ----
