@@ -472,3 +472,57 @@ def test_hostile_arguments_get_an_answer_never_a_crash(
             assert result.structured_content is not None
             items = (result.structured_content.get("articles") or {}).get("items", [])
             assert len(items) <= settings.limits.page_size_max
+
+
+def test_a_job_resent_without_its_message_runs_the_stored_call(
+    api: ApiServer, key: IssuedKey, llm: ScriptedLLM, settings: Settings
+) -> None:
+    """The sweeper's path: no submitted copy in the message, the runner reads the call from the job's
+    row, exactly as sent (a NUL included: jsonb could not hold it)."""
+    from infra.db import jobs as jobs_db
+    from infra.db.pool import create_pool
+    from workers.app import create_celery
+    from workers.dispatch import send_run_job
+
+    llm.fail_every_call("the stored call runs without Turnout's LLM")
+    calls = {
+        "rejected": {"tool": "AskArticles", "arguments": {"question": "\x00\x00", "language": "en"}},
+        "ran": {"tool": "SearchArticles", "arguments": {"text": "ruby\x00", "language": "en", "pageSize": 2}},
+    }
+
+    async def create() -> dict[str, str]:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
+        try:
+            ids = {}
+            async with pool.acquire() as conn:
+                for name, call in calls.items():
+                    job, _ = await jobs_db.create_job(
+                        conn, api_key_id=key.key.id, question="stored call", answer_language=None, page_size=None,
+                        webhook_url=None, idempotency_key=None, request_hash=name, lease_s=60, source="mcp",
+                        tool_call=call,
+                    )
+                    assert job.tool_call == call
+                    ids[name] = job.id
+            return ids
+        finally:
+            await pool.close()
+
+    ids = asyncio.run(create())
+    producer = create_celery(settings)
+    try:
+        for job_id in ids.values():
+            assert send_run_job(producer, settings, job_id)  # no `submitted`
+    finally:
+        producer.close()
+    with api.client(key.token) as http:
+        from tests.api.support import wait_for_job
+
+        rejected, ran = wait_for_job(http, ids["rejected"]), wait_for_job(http, ids["ran"])
+    validator = CallValidator(default_registry(), settings.limits, today=datetime.now(UTC).date(),
+                              question="stored call", user_language="en")
+    verdict = validator.validate("AskArticles", calls["rejected"]["arguments"])
+    assert isinstance(verdict, Rejection)
+    assert rejected["status"] == "failed" and rejected["error"] == {"code": "tool_rejected", "message": verdict.message}
+    assert ran["status"] == "succeeded" and ran["result"]["routedBy"] == "caller"
+    assert ran["result"]["search"]["text"] == "ruby" and ran["result"]["search"]["pageSize"] == 2
+    assert llm.chat_requests == []
