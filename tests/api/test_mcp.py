@@ -485,7 +485,7 @@ def test_a_job_resent_without_its_message_runs_the_stored_call(
     from workers.dispatch import send_run_job
 
     llm.fail_every_call("the stored call runs without Turnout's LLM")
-    calls = {
+    calls: dict[str, dict[str, Any]] = {
         "rejected": {"tool": "AskArticles", "arguments": {"question": "\x00\x00", "language": "en"}},
         "ran": {"tool": "SearchArticles", "arguments": {"text": "ruby\x00", "language": "en", "pageSize": 2}},
     }
