@@ -19,15 +19,13 @@ import asyncio
 import functools
 import hashlib
 import json
-import logging
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-from celery import Celery
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -45,7 +43,9 @@ from router.errors import TOOL_REJECTED
 from router.tools import ToolRegistry, default_registry
 from workers.dispatch import send_run_job
 
-log = logging.getLogger("turnout.mcp")
+if TYPE_CHECKING:
+    from celery import Celery
+
 
 SERVER_NAME = "turnout"
 ASK_TURNOUT = "AskTurnout"
