@@ -8,15 +8,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from api.errors import install_error_handlers
+from api.mcp.http import mount_mcp
 from api.middleware import install_request_limits
 from api.routes import ROUTERS
-from api.state import AppState
-from infra.db.job_listener import JobEventListener
-from infra.db.key_cache import ApiKeyCache
-from infra.db.pool import create_pool
-from infra.redis import create_async_redis
+from api.state import open_state
 from infra.settings import Settings, get_settings
-from workers.dispatch import create_producer
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -25,25 +21,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=10)
-        job_events = JobEventListener(settings.database_url)
-        api_keys = ApiKeyCache(job_events)  # listens on the same connection
-        try:
-            await job_events.start()
-        except BaseException:
-            await pool.close()
-            raise
-        redis = create_async_redis(settings)
-        app.state.turnout = AppState(
-            settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys,
-            producer=create_producer(settings),
-        )
-        try:
-            yield
-        finally:
-            await job_events.close()
-            await redis.aclose()
-            await pool.close()
+        async with open_state(settings) as state:
+            app.state.turnout = state
+            async with run_mcp(state):  # the MCP SDK's session manager lives as long as the app
+                yield
 
     app = FastAPI(
         title="Turnout",
@@ -56,4 +37,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_request_limits(app, settings)
     for router in ROUTERS:
         app.include_router(router)
+    run_mcp = mount_mcp(app, settings)
     return app

@@ -100,6 +100,12 @@ class OpsCollector(Collector):
         for s in JobStatus:
             jobs.add_metric([s.value], d.jobs.get(s.value, 0))
         yield jobs
+        by_source = GaugeMetricFamily("turnout_jobs_by_source", "Jobs by source (http, mcp) and status",
+                                      labels=["source", "status"])
+        for source, counts in sorted(d.jobs_by_source.items()):
+            for s in JobStatus:
+                by_source.add_metric([source, s.value], counts.get(s.value, 0))
+        yield by_source
 
         calls = CounterMetricFamily("turnout_llm_calls", "LLM calls (routing rounds and RAG answers)",
                                     labels=["kind", "model"])

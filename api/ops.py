@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +18,7 @@ import redis.asyncio as aioredis
 from pydantic import Field
 
 from infra.db import ops as db_ops
-from infra.db.jobs import count_by_status
+from infra.db.jobs import count_by_source
 from infra.db.reembed import Run, list_runs
 from infra.results import WireModel
 from infra.settings import Settings
@@ -88,6 +88,7 @@ class WorkerSummary(WireModel):
 class JobsSummary(WireModel):
     by_status: dict[str, int]
     total: int
+    by_source: dict[str, dict[str, int]] = {}  # "http" | "mcp" -> status -> count
 
 
 class TokenCounts(WireModel):
@@ -224,6 +225,7 @@ class OpsData:
     webhook_minutes: list[asyncpg.Record]
     reembed: Run | None
     latency: LatencyHistograms | None
+    jobs_by_source: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 async def gather_ops(
@@ -235,7 +237,11 @@ async def gather_ops(
 
     async def from_db() -> tuple[Any, ...]:
         async with pool.acquire() as conn:
-            jobs = await count_by_status(conn)
+            by_source = await count_by_source(conn)
+            jobs: dict[str, int] = {}
+            for counts in by_source.values():
+                for status, n in counts.items():
+                    jobs[status] = jobs.get(status, 0) + n
             llm = await db_ops.llm_usage_by_model(conn)
             llm_minutes = await db_ops.llm_per_minute(conn, since)
             waits = await db_ops.rate_limit_waits(conn)
@@ -249,11 +255,11 @@ async def gather_ops(
                     tools=await db_ops.latency_histogram(conn, [db_ops.TOOL_KIND], "tool", PROMETHEUS_BOUNDS_S),
                     llm=await db_ops.latency_histogram(conn, list(db_ops.LLM_KINDS), "model", PROMETHEUS_BOUNDS_S),
                 )
-            return jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency
+            return jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source
 
     stats, db = await asyncio.gather(read_stats(redis, settings, QUEUES, now=now), from_db())
-    jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency = db
-    return OpsData(stats, jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency)
+    jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source = db
+    return OpsData(stats, jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source)
 
 
 # --------------------------------------------------------------------------- shaping
@@ -399,7 +405,7 @@ def summarize(data: OpsData) -> OpsSummary:
                           started_at=datetime.fromtimestamp(w.started_at, UTC) if w.started_at else None)
             for w in stats.workers
         ],
-        jobs=JobsSummary(by_status=by_status, total=sum(by_status.values())),
+        jobs=JobsSummary(by_status=by_status, total=sum(by_status.values()), by_source=data.jobs_by_source),
         llm=_llm_summary(data.llm_by_model),
         rate_limiter=_rate_limiter(data.rate_limit),
         webhooks=_webhooks(data.webhooks),

@@ -87,7 +87,7 @@ class QuestionResult(WireModel):
     search: NormalizedSearch | None = None
     question: str | None = None  # the RAG question actually asked (normalized tool argument)
     coverage_limited: bool = False
-    routed_by: Literal["llm", "fallback", "cache"] = "llm"
+    routed_by: Literal["llm", "fallback", "cache", "caller"] = "llm"  # caller: an MCP host chose the tool
     tool: str | None = None  # the executed tool's name
     message: str | None = None  # a reason for refused / no_results / failed
     usage: Usage = Field(default_factory=Usage)

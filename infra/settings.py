@@ -83,6 +83,12 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: Annotated[int, Field(ge=1, le=65535)] = 8000
     public_base_url: str | None = None
+    # MCP (docs/mcp.md): how long a tool call waits for its job, and the Host / Origin values the
+    # streamable HTTP endpoint accepts (DNS-rebinding protection; `host:*` allows any port).
+    # Empty = loopback only, plus the host of TURNOUT_PUBLIC_BASE_URL.
+    mcp_wait_s: Annotated[float, Field(ge=0, le=300)] = 25.0
+    mcp_allowed_hosts: list[str] = Field(default_factory=list)
+    mcp_allowed_origins: list[str] = Field(default_factory=list)
 
     # Jobs and webhooks
     job_lease_s: PositiveFloat = 300.0

@@ -12,6 +12,7 @@ LIMIT_DEADLINE = "limit_deadline"
 NO_TOOL_CALL = "no_tool_call"
 LLM_UNAVAILABLE = "llm_unavailable"
 TOOL_FAILED = "tool_failed"
+TOOL_REJECTED = "tool_rejected"  # a tool call chosen by the caller (MCP) that the gateway rejected
 
 
 class RoutingFailed(Exception):

@@ -29,7 +29,7 @@ from infra.status import ResultStatus, ResultType
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.engine import Engine, EngineError, EngineRequest, OpenAIEngine, ToolIntent, Turn
-from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, NO_TOOL_CALL, RoutingFailed
+from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, NO_TOOL_CALL, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
 from router.fallback import fallback_decision
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
@@ -61,6 +61,8 @@ class RouteRequest:
     page_size: int | None = None
     job_id: str | None = None
     today: date | None = None  # default: today in UTC
+    # {tool, arguments} chosen by the caller (an MCP host's model): the gateway checks and runs it, no LLM.
+    tool_call: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.answer_language is not None and self.answer_language not in LANGUAGES:
@@ -200,7 +202,7 @@ class _Run:
         return await self._guarded(dry_run=True)
 
     async def _guarded(self, *, dry_run: bool) -> QuestionResult | ValidatedCall:
-        await self.emit("routing", {"llm": self.deps.engine is not None})
+        await self.emit("routing", {"llm": self.deps.engine is not None and self.req.tool_call is None})
         try:
             outcome = await self._route(dry_run)
             if self.narrator is not None:
@@ -224,6 +226,8 @@ class _Run:
         raise RoutingFailed(code, message, self.budget.usage.model_copy())
 
     async def _route(self, dry_run: bool) -> QuestionResult | ValidatedCall:
+        if self.req.tool_call is not None:
+            return await self._caller_chose(self.req.tool_call, dry_run)
         if not self.question:
             return self._refused("the question is empty", routed_by="llm")
         engine = self.deps.engine
@@ -247,6 +251,16 @@ class _Run:
             if dry_run or not self.deps.fallback_on_llm_error:
                 await self._fail(LLM_UNAVAILABLE, str(exc))
             return await self._fallback(f"the LLM failed: {exc}")
+
+    async def _caller_chose(self, call: dict[str, Any], dry_run: bool) -> QuestionResult | ValidatedCall:
+        """The tool was chosen outside (an MCP host's model): the same gateway checks, runs and
+        audits it; a rejection fails the job with the gateway's `ERROR: …` text, for the caller's model."""
+        verdict = await self.gateway.check(str(call.get("tool")), call.get("arguments") or {}, round_no=None)
+        if isinstance(verdict, Rejection):
+            raise RoutingFailed(TOOL_REJECTED, verdict.message, self.budget.usage.model_copy())
+        if dry_run:
+            return verdict
+        return self._finish(await self._execute(verdict, None), "caller")
 
     # ---- the LLM loop ----
     def _first_turns(self, engine: Engine) -> list[Turn]:

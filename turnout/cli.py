@@ -39,6 +39,14 @@ def migrate() -> None:
     console.print("[green]schema is up to date[/green]")
 
 
+@app.command("mcp")
+def mcp_stdio() -> None:
+    """Serve Turnout's tools over MCP on stdio (for a local MCP host); the key is TURNOUT_API_KEY."""
+    from api.mcp.stdio import main
+
+    main()
+
+
 @app.command("import")
 def import_corpus(
     path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="a .jsonl corpus")],

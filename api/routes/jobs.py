@@ -7,6 +7,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
+import asyncpg
+import redis.asyncio as aioredis
 from fastapi import APIRouter, Header, Path, Query, Request
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
@@ -20,6 +22,7 @@ from infra.db.job_events import events_after
 from infra.job_document import JobDocument
 from infra.pages import load_page, page_filters
 from infra.results import ArticlesPage, NormalizedSearch, QuestionResult
+from infra.settings import Settings
 from infra.status import JobStatus
 from retrieval.search import search_articles
 from workers.dispatch import send_webhook
@@ -140,7 +143,12 @@ async def get_page(
     normalized filters; never by the LLM. The rest of the result (a combined answer and its
     sources) is returned unchanged. Pages run from 1 to `totalPages` of the job's result (page 1
     when it found nothing); any other page is a 404 `page_out_of_range`."""
-    job = await own_job(pool, key, job_id)
+    return await job_page(pool, redis, settings, await own_job(pool, key, job_id), n)
+
+
+async def job_page(pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings, job: jobs_db.JobRow, n: int) -> PageDocument:
+    """Page n of a job's result (also the MCP page resource); ApiError when it has none."""
+    job_id = job.id
     if job.status is not JobStatus.SUCCEEDED or job.result is None:
         raise ApiError(409, "job_not_succeeded", f"the job is {job.status.value}; pages exist once it has succeeded",
                        {"status": job.status.value})

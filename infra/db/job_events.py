@@ -55,3 +55,11 @@ async def events_after(conn: asyncpg.Connection, job_id: str, after_id: int = 0,
         job_id, after_id, limit,
     )
     return [JobEvent(r["id"], r["job_id"], r["kind"], r["data"], r["created_at"]) for r in rows]
+
+
+async def last_event(conn: asyncpg.Connection, job_id: str) -> JobEvent | None:
+    """The job's latest event (what a still-running job is doing now)."""
+    r = await conn.fetchrow(
+        "SELECT id, job_id, kind, data, created_at FROM job_events WHERE job_id = $1 ORDER BY id DESC LIMIT 1", job_id
+    )
+    return JobEvent(r["id"], r["job_id"], r["kind"], r["data"], r["created_at"]) if r is not None else None

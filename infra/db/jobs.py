@@ -10,6 +10,7 @@ A final transition writes its event and the webhook delivery in the same stateme
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -44,6 +45,9 @@ class JobRow:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    source: str = "http"  # "http" | "mcp" (migration 0008)
+    client: str | None = None  # the MCP client's "name/version"
+    tool_call: dict[str, Any] | None = None  # {tool, arguments}: the caller chose the tool (MCP)
 
 
 def _job(row: asyncpg.Record) -> JobRow:
@@ -52,6 +56,8 @@ def _job(row: asyncpg.Record) -> JobRow:
 
 def _job_from(values: dict[str, Any]) -> JobRow:
     values["status"] = JobStatus(values["status"])
+    if isinstance(values.get("tool_call"), str):  # stored as JSON text (migration 0008)
+        values["tool_call"] = json.loads(values["tool_call"])
     return JobRow(**values)
 
 
@@ -77,6 +83,9 @@ async def create_job(
     idempotency_key: str | None,
     request_hash: str,
     lease_s: float,
+    source: str = "http",
+    client: str | None = None,
+    tool_call: dict[str, Any] | None = None,
 ) -> tuple[JobRow, bool]:
     """Insert a queued job (and its `queued` event); with an idempotency key already used, return
     that job instead. Returns (job, created). The lease is how long the job may wait for a
@@ -86,8 +95,8 @@ async def create_job(
         """
         WITH job AS (
             INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
-                              idempotency_key, request_hash, lease_expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+                              idempotency_key, request_hash, lease_expires_at, source, client, tool_call)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9), $10, $11, $12)
             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
             RETURNING *
         ), queued AS (
@@ -96,7 +105,8 @@ async def create_job(
         SELECT * FROM job
         """,
         new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
-        idempotency_key, request_hash, lease_s,
+        idempotency_key, request_hash, lease_s, source, client,
+        json.dumps(tool_call) if tool_call is not None else None,
     )
     if row is not None:
         return _job(row), True
@@ -332,3 +342,12 @@ async def sweep_expired(
 async def count_by_status(conn: asyncpg.Connection) -> dict[str, int]:
     rows = await conn.fetch("SELECT status, count(*) AS n FROM jobs GROUP BY status")
     return {r["status"]: r["n"] for r in rows}
+
+
+async def count_by_source(conn: asyncpg.Connection) -> dict[str, dict[str, int]]:
+    """Jobs per source (`http`, `mcp`) and status."""
+    rows = await conn.fetch("SELECT source, status, count(*) AS n FROM jobs GROUP BY source, status")
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        out.setdefault(r["source"], {})[r["status"]] = r["n"]
+    return out

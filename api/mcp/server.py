@@ -1,0 +1,331 @@
+"""Turnout's tools over MCP (the official `mcp` SDK's server): every tool call is a durable job.
+
+MCP is one more caller of the router's gateway. `SearchArticles`, `AskArticles` and
+`SearchAndAskArticles` are listed from the router's registry (the same JSON Schemas the LLM
+sees); the host's model chose the call, so the job carries it (`jobs.tool_call`) and the runner
+hands it to the gateway instead of asking Turnout's LLM. `AskTurnout` is a plain question job
+(Turnout's own router picks the tool). A call waits for its job up to a bound (as `Prefer:
+wait`); a job still running then is answered with its id and links, to be read later as the
+resource `turnout://jobs/{id}`. Pages are `turnout://jobs/{id}/pages/{n}` (no LLM).
+
+The low-level `mcp.server.Server` is used, not `MCPServer`: MCPServer derives a tool's input
+schema from a Python signature and validates the arguments itself, where these tools must
+publish the registry's schemas and leave validation (and its `ERROR: …` text) to the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from api.errors import ApiError
+from api.long_poll import until_final
+from api.ratelimit import SubmissionLimiter
+from api.routes.jobs import job_page
+from api.state import AppState
+from infra.db import jobs as jobs_db
+from infra.db.job_events import JobEvent, last_event
+from infra.job_document import JobDocument
+from infra.results import QuestionResult
+from infra.status import JobStatus, ResultStatus
+from router.errors import TOOL_REJECTED
+from router.tools import ToolRegistry, default_registry
+from workers.dispatch import send_run_job
+
+SERVER_NAME = "turnout"
+ASK_TURNOUT = "AskTurnout"
+SOURCE = "mcp"
+JOB_URI = "turnout://jobs/{id}"
+PAGE_URI = "turnout://jobs/{id}/pages/{n}"
+_JOB_URI = re.compile(r"^turnout://jobs/(?P<id>[A-Za-z0-9_-]{1,64})$")
+_PAGE_URI = re.compile(r"^turnout://jobs/(?P<id>[A-Za-z0-9_-]{1,64})/pages/(?P<n>[0-9]{1,6})$")
+# A resource that is not there (unknown id, another key's job, no such page): JSON-RPC "invalid params".
+RESOURCE_NOT_FOUND = types.INVALID_PARAMS
+JSON_MIME = "application/json"
+_CLIENT_MAX = 200  # characters of "name/version" kept
+
+ASK_TURNOUT_DESCRIPTION = (
+    "Ask Turnout a free-text question about its articles; Turnout's own router picks the search, the "
+    "answer or both (use it when you would rather not choose filters yourself)."
+)
+ASK_TURNOUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "minLength": 1, "description": "The user's question, in their words."},
+        "answerLanguage": {
+            "type": "string", "enum": ["ru", "en", "de"],
+            "description": "Language of the answer (ru, en, de). Default: the language of the question.",
+        },
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
+# Read-only, closed world: a call reads Turnout's own collection and changes nothing.
+ANNOTATIONS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def result_schema() -> dict[str, Any]:
+    """The output schema of every tool: the result document (`QuestionResult`, as on the wire)."""
+    schema: dict[str, Any] = QuestionResult.model_json_schema(by_alias=True, mode="serialization")
+    return schema
+
+
+def tool_list(registry: ToolRegistry) -> list[types.Tool]:
+    output = result_schema()
+    tools = [
+        types.Tool(
+            name=spec.name, description=spec.description, input_schema=spec.parameters,
+            output_schema=output, annotations=ANNOTATIONS,
+        )
+        for spec in registry.specs
+    ]
+    tools.append(types.Tool(
+        name=ASK_TURNOUT, description=ASK_TURNOUT_DESCRIPTION, input_schema=ASK_TURNOUT_SCHEMA,
+        output_schema=output, annotations=ANNOTATIONS,
+    ))
+    return tools
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: the API key's id and the MCP client's "name/version"."""
+
+    key_id: str
+    client: str | None
+
+
+def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The client's `name/version`. A handshake-era client over stateless HTTP names itself only in
+    its `initialize` request (a request of its own), so its calls fall back to the `User-Agent`."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    if info is not None:
+        return f"{info.name}/{info.version}"[:_CLIENT_MAX]
+    headers = getattr(ctx.request, "headers", None)
+    agent = headers.get("user-agent") if headers is not None else None
+    return str(agent)[:_CLIENT_MAX] if agent else None
+
+
+def _text(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
+def _error(text: str, meta: dict[str, Any] | None = None) -> types.CallToolResult:
+    return types.CallToolResult(content=_text(text), is_error=True, _meta=meta)
+
+
+def summary(result: QuestionResult) -> str:
+    """The short text beside the structured result."""
+    if result.answer:
+        return result.answer
+    if result.articles is not None and result.articles.items:
+        page = result.articles
+        titles = "; ".join(item.title for item in page.items[:5])
+        return f"{page.total_items} article(s), page {page.page} of {page.total_pages}: {titles}"
+    return result.message or result.status.value
+
+
+def storable_text(text: str) -> str:
+    """Control characters (NUL above all, which PostgreSQL text rejects) become spaces, as the
+    gateway treats them in a question."""
+    return "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
+def _first_text(arguments: dict[str, Any]) -> str:
+    """What the job's `question` column holds for a call the host chose (its text, for reading)."""
+    for name in ("question", "text"):
+        value = arguments.get(name)
+        if isinstance(value, str):
+            return storable_text(value)
+    return ""
+
+
+@dataclass
+class TurnoutMCP:
+    """The MCP server's handlers over one API state (pool, Redis, job listener)."""
+
+    state: AppState
+    caller: Callable[[ServerRequestContext[Any, Any]], Caller]  # raises MCPError when unauthenticated
+    wait_s: float
+    registry: ToolRegistry = field(default_factory=default_registry)
+    _limiter: SubmissionLimiter | None = None
+
+    def build(self) -> Server[Any]:
+        return Server(
+            SERVER_NAME,
+            version="0.1.0",
+            instructions=(
+                "Search, answer from or ask about Turnout's articles. Every call is a durable job: a call "
+                f"still running after {self.wait_s:g}s returns its job id; read {JOB_URI} later for the result."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_templates,
+            on_read_resource=self._read_resource,
+        )
+
+    # ---- tools ----
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list(self.registry))
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        caller = self.caller(ctx)
+        arguments = dict(params.arguments or {})
+        if params.name == ASK_TURNOUT:
+            return await self._ask_turnout(caller, arguments)
+        if self.registry.get(params.name) is None:
+            # As the gateway says it to its own LLM: the name is the host's model's mistake.
+            return _error(f"ERROR: unknown tool {params.name!r}; available tools: "
+                          f"{', '.join([*self.registry.names, ASK_TURNOUT])}")
+        return await self._run(
+            caller, question=_first_text(arguments), answer_language=None,
+            tool_call={"tool": params.name, "arguments": arguments},
+        )
+
+    async def _ask_turnout(self, caller: Caller, arguments: dict[str, Any]) -> types.CallToolResult:
+        question, language = arguments.get("question"), arguments.get("answerLanguage")
+        unknown = sorted(set(arguments) - {"question", "answerLanguage"})
+        limits = self.state.settings.limits
+        if unknown:
+            return _error(f"ERROR: {ASK_TURNOUT}: unknown argument {unknown[0]!r}; allowed: answerLanguage, question")
+        if not isinstance(question, str) or not question.strip():
+            return _error(f"ERROR: {ASK_TURNOUT}: argument 'question' must be a non-empty string")
+        if len(question) > limits.question_max_chars:
+            return _error(f"ERROR: {ASK_TURNOUT}: question is {len(question)} characters; "
+                          f"at most {limits.question_max_chars}")
+        if language is not None and language not in ("ru", "en", "de"):
+            return _error(f"ERROR: {ASK_TURNOUT}: answerLanguage {language!r} is not supported; use one of ru, en, de")
+        return await self._run(caller, question=storable_text(question), answer_language=language, tool_call=None)
+
+    async def _run(
+        self, caller: Caller, *, question: str, answer_language: str | None, tool_call: dict[str, Any] | None
+    ) -> types.CallToolResult:
+        """Submit a job (as POST /v1/questions does: the per-key limit, row first, then the message)
+        and wait for it up to the bound."""
+        state, settings = self.state, self.state.settings
+        try:
+            await self._limits().hit(caller.key_id)
+        except ApiError as exc:
+            return _error(f"ERROR: {exc.message}")
+        canonical = json.dumps({"question": question, "answerLanguage": answer_language, "toolCall": tool_call},
+                               sort_keys=True, separators=(",", ":"), default=str)
+        async with state.pool.acquire() as conn:
+            job, _ = await jobs_db.create_job(
+                conn, api_key_id=caller.key_id, question=question, answer_language=answer_language,
+                page_size=None, webhook_url=None, idempotency_key=None,
+                request_hash=hashlib.sha256(canonical.encode()).hexdigest(), lease_s=settings.job_lease_s,
+                source=SOURCE, client=caller.client, tool_call=tool_call,
+            )
+        submitted = {"question": question, "answerLanguage": answer_language, "pageSize": None, "toolCall": tool_call}
+
+        async def read() -> jobs_db.JobRow:
+            return await self._own_job(caller, job.id)
+
+        with state.job_events.watch(job.id, final_only=True) as watch:  # before the send: the end cannot slip by
+            await asyncio.to_thread(
+                functools.partial(send_run_job, self.state.producer, settings, job.id, submitted=submitted)
+            )
+            job = await until_final(watch, read, state.job_events, wait_s=self.wait_s, job=job)
+        if job.status.is_final:
+            return self._outcome(job, None)
+        async with state.pool.acquire() as conn:
+            progress = await last_event(conn, job.id)
+        return self._outcome(job, progress)
+
+    def _outcome(self, job: jobs_db.JobRow, progress: JobEvent | None) -> types.CallToolResult:
+        document = JobDocument.from_row(job, base_url=self.state.settings.public_base_url)
+        meta = {"turnout/jobId": job.id, "turnout/status": job.status.value,
+                "turnout/links": document.links.model_dump(by_alias=True)}
+        if job.status is JobStatus.SUCCEEDED and job.result is not None:
+            result = QuestionResult.model_validate(job.result)
+            return types.CallToolResult(
+                content=_text(summary(result)), structured_content=result.wire(), _meta=meta,
+                # A refusal is the router's answer, not a failed call.
+                is_error=False if result.status is not ResultStatus.FAILED else True,
+            )
+        if job.status is JobStatus.FAILED:
+            error = job.error or {}
+            message = str(error.get("message", "the job failed"))
+            if error.get("code") == TOOL_REJECTED:  # the gateway's own words, `ERROR: …`
+                return _error(message, meta)
+            return _error(f"ERROR: job {job.id} failed ({error.get('code')}): {message}", meta)
+        if job.status is JobStatus.CANCELLED:
+            return _error(f"ERROR: job {job.id} was cancelled", meta)
+        # Still queued or running: not an error of the call, but no result to validate yet.
+        step = f" (last step: {progress.kind})" if progress is not None else ""
+        if progress is not None:
+            meta["turnout/lastEvent"] = {"kind": progress.kind, "data": progress.data,
+                                         "at": progress.created_at.isoformat()}
+        return _error(
+            f"PENDING: job {job.id} is still {job.status.value}{step} after {self.wait_s:g}s; do not call the "
+            f"tool again — read the resource turnout://jobs/{job.id} for its status and result.",
+            meta,
+        )
+
+    # ---- resources ----
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[])  # jobs are per key and many: reached by template
+
+    async def _list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[
+            types.ResourceTemplate(uri_template=JOB_URI, name="job", mime_type=JSON_MIME,
+                                   description="A job: status, timestamps, usage, result or error"),
+            types.ResourceTemplate(uri_template=PAGE_URI, name="job page", mime_type=JSON_MIME,
+                                   description="Page n of a search or combined result (no LLM call)"),
+        ])
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        caller = self.caller(ctx)
+        uri = str(params.uri)
+        if (match := _JOB_URI.match(uri)) is not None:
+            job = await self._own_job(caller, match["id"])
+            body = JobDocument.from_row(job, base_url=self.state.settings.public_base_url).wire()
+        elif (match := _PAGE_URI.match(uri)) is not None:
+            job = await self._own_job(caller, match["id"])
+            state = self.state
+            try:
+                page = await job_page(state.pool, state.redis, state.settings, job, max(1, int(match["n"])))
+            except ApiError as exc:
+                raise MCPError(RESOURCE_NOT_FOUND, exc.message, {"code": exc.code, **(exc.details or {})}) from exc
+            body = page.wire()
+        else:
+            raise MCPError(RESOURCE_NOT_FOUND, f"unknown resource {uri!r}; use {JOB_URI} or {PAGE_URI}")
+        text = json.dumps(body, ensure_ascii=False, default=str)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=JSON_MIME, text=text)])
+
+    # ---- helpers ----
+    async def _own_job(self, caller: Caller, job_id: str) -> jobs_db.JobRow:
+        async with self.state.pool.acquire() as conn:
+            job = await jobs_db.get_job(conn, job_id, api_key_id=caller.key_id)
+        if job is None:  # another key's job is indistinguishable from no job
+            raise MCPError(RESOURCE_NOT_FOUND, f"no job {job_id} for this key")
+        return job
+
+    def _limits(self) -> SubmissionLimiter:
+        if self._limiter is None:
+            self._limiter = SubmissionLimiter(self.state.settings)
+        return self._limiter
