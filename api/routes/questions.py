@@ -12,11 +12,12 @@ from typing import Annotated
 from celery import Celery
 from fastapi import APIRouter, Header, Request, Response
 
-from api.deps import CurrentKey, JobEvents, Pool, SettingsDep, own_job
+from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
 from api.errors import ApiError
 from api.long_poll import WAIT_MAX_S, preferred_wait, until_final, watch_until_final
 from api.ratelimit import Limiter
 from api.schemas import JobDocument, QuestionRequest, error_responses
+from api.visibility import visible_job
 from infra.db import jobs as jobs_db
 from infra.settings import Settings
 from infra.ssrf import UnsafeTarget, check_target
@@ -102,6 +103,7 @@ async def submit_question(
     response: Response,
     key: CurrentKey,
     pool: Pool,
+    redis: Redis,
     settings: SettingsDep,
     limiter: Limiter,
     job_events: JobEvents,
@@ -143,7 +145,8 @@ async def submit_question(
             existing = await watch_until_final(
                 job_events, existing.id, lambda: own_job(pool, key, existing.id), wait_s=wait_s
             )
-        return _document(existing, response, settings, wait_s)
+        # A replay may come long after the job ended: its result is shown as visible now.
+        return _document(await visible_job(pool, redis, settings, existing), response, settings, wait_s)
 
     if idempotency_key is not None:
         async with pool.acquire() as conn:
@@ -168,4 +171,5 @@ async def submit_question(
         )
         if watch is not None:
             job = await until_final(watch, lambda: own_job(pool, key, job.id), job_events, wait_s=wait_s or 0, job=job)
+            job = await visible_job(pool, redis, settings, job)
     return _document(job, response, settings, wait_s)
