@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from infra.db.pool import CONNECTION_ERRORS
+from infra.redis import CONNECTION_ERRORS as REDIS_CONNECTION_ERRORS
 
 log = logging.getLogger("turnout.api")
 
@@ -42,6 +43,7 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
 
 
 DATABASE_RETRY_AFTER_S = 5
+RETRY_AFTER = {"Retry-After": str(DATABASE_RETRY_AFTER_S)}  # on every 503 of a dependency outage
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -79,12 +81,21 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             error_body("unavailable", "the database (PostgreSQL) is unavailable right now; retry shortly "
                        "(an Idempotency-Key makes a retried submission safe)"),
-            503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+            503, headers=RETRY_AFTER,
         )
 
-    # PostgreSQL unreachable or restarting: a 503 the client can retry, never a 500.
+    async def _redis_unavailable(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("redis unavailable: %s: %s", type(exc).__name__, exc)
+        return JSONResponse(
+            error_body("unavailable", "the queue and cache store (Redis) is unavailable right now; retry shortly"),
+            503, headers=RETRY_AFTER,
+        )
+
+    # PostgreSQL or Redis unreachable, frozen or restarting: a 503 the client can retry, never a 500.
     for exc_class in CONNECTION_ERRORS:
         app.add_exception_handler(exc_class, _database_unavailable)
+    for exc_class in REDIS_CONNECTION_ERRORS:
+        app.add_exception_handler(exc_class, _redis_unavailable)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
