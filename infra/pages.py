@@ -73,11 +73,12 @@ async def load_page(
 
     The cache is an optimisation: when Redis is unavailable the page still comes from `fetch`.
     """
+    reachable = True
     try:
         cached = await get_page(redis, settings, search, page)
     except RedisError as exc:
         log.warning("page cache read failed, searching instead: %s", exc)
-        cached = None
+        cached, reachable = None, False
     if cached is not None:
         ids = [item.id for item in cached.items]
         if set(ids) <= await visible(ids):
@@ -89,6 +90,8 @@ async def load_page(
             log.warning("page cache drop failed: %s", exc)
     filters = page_filters(search, page)
     articles = await fetch(filters)
+    if not reachable:  # a second wait on a Redis that just failed would only delay the answer
+        return articles, "search"
     try:
         await put_page(redis, settings, filters, articles)
     except RedisError as exc:

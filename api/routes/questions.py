@@ -19,6 +19,7 @@ from api.ratelimit import Limiter
 from api.schemas import JobDocument, QuestionRequest, error_responses
 from api.visibility import visible_job
 from infra.db import jobs as jobs_db
+from infra.redis import CONNECT_TIMEOUT_S, TIMEOUTS
 from infra.settings import Settings
 from infra.ssrf import UnsafeTarget, check_target
 from workers.dispatch import send_run_job
@@ -36,6 +37,12 @@ def get_producer(request: Request, settings: Settings) -> Celery:
         from workers.app import create_celery
 
         producer = create_celery(settings)
+        # The submission path must not hang on a frozen broker: bounded socket waits and one retry,
+        # then the send fails (the job is stored; the sweeper sends it once its lease passes).
+        producer.conf.broker_transport_options = {**producer.conf.broker_transport_options, **TIMEOUTS}
+        producer.conf.broker_connection_timeout = CONNECT_TIMEOUT_S
+        producer.conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                                                   "interval_max": 0.2}
         request.app.state.celery_producer = producer
     return producer
 
