@@ -17,13 +17,16 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import services
+from tests.support import reaper, services
 from tests.support.llm_server import ScriptedLLM
 
 _RUN = secrets.token_hex(4)
 TEST_DATABASE = f"turnout_test_{_RUN}"
 TEST_PREFIX = f"turnout-test-{_RUN}:"
 _DATA_DIR = tempfile.mkdtemp(prefix=f"turnout-test-{_RUN}-")
+
+# Before any process is started: whatever this run starts dies with it (tests/support/reaper.py).
+reaper.start(_RUN)
 
 _LLM = ScriptedLLM().start()
 

@@ -30,6 +30,7 @@ from tests.api.support import (
     wait_until,
 )
 from tests.proof.conftest import DRILL_ENV, TaggedLLM, assert_final_once, submit, wait_final
+from tests.support import reaper
 from tests.support.llm_server import ToolCall
 
 pytestmark = pytest.mark.slow
@@ -43,6 +44,8 @@ def embedded_postgres() -> Iterator[EmbeddedPostgres]:
     server = EmbeddedPostgres(data_dir)
     try:
         server.start()
+        assert server.pid is not None
+        reaper.track(server.pid)  # started through pg_ctl: it dies with the run, however the run ends
         yield server
     finally:
         server.stop()
@@ -108,6 +111,7 @@ def test_embedded_postgres_stopped_every_route_answers_503(
             fault_s = time.monotonic() - stopped_at
 
             embedded_postgres.start()
+            reaper.track(embedded_postgres.pid or 0)
             restarted_at = time.monotonic()
             wait_until(lambda: c.get("/v1/ops/health").status_code == 200, timeout=30, what="the API to recover")
             wait_until(lambda: c.get(f"/v1/jobs/{before[0]}").status_code == 200, timeout=30, what="job reads")
