@@ -62,5 +62,6 @@ celery_app = create_celery(get_settings())
 app = celery_app  # `celery -A workers.app` finds `app`
 
 # Register every task module (after `celery_app` exists: they decorate with it).
+import workers.lifeline  # noqa: E402  (the embedded beat dies with its worker)
 import workers.signals  # noqa: E402  (ops metrics: queue wait, run time, heartbeats)
 import workers.tasks  # noqa: E402, F401
