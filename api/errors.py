@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from infra.db.pool import CONNECTION_ERRORS
 from infra.redis import CONNECTION_ERRORS as REDIS_CONNECTION_ERRORS
@@ -46,6 +47,18 @@ DATABASE_RETRY_AFTER_S = 5
 RETRY_AFTER = {"Retry-After": str(DATABASE_RETRY_AFTER_S)}  # on every 503 of a dependency outage
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods some route serves at the request's path (`Allow` of a 405): every route's,
+    not only the first partial match's (`/v1/jobs/{id}` has GET and DELETE)."""
+    routes = request.app.router.routes
+    allowed = [m for m in _METHODS
+               if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in routes)]
+    return ", ".join(allowed)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -53,6 +66,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        unparsable = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
+        if unparsable is not None:  # not a document at all: a bad request, not an invalid field
+            reason = (unparsable.get("ctx") or {}).get("error") or unparsable.get("msg", "")
+            return JSONResponse(error_body("bad_request", f"the request body is not valid JSON: {reason}"), 400)
         details = [
             {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]} for e in exc.errors()
         ]
@@ -62,9 +79,12 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:  # every method the path has, not only the first route's (RFC 9110)
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
+        return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers)
 
     # PostgreSQL text cannot hold NUL (and rejects some code points): that is the client's input,
     # whichever field or path parameter carried it, and nothing was stored.

@@ -101,7 +101,7 @@ def _document(job: jobs_db.JobRow, response: Response, settings: Settings, wait_
     summary="Submit a question (returns a job)",
     responses={
         200: {"model": JobDocument, "description": "With `Prefer: wait=N`: the job ended within the wait"},
-        **error_responses(401, 409, 413, 422, 429, 503),
+        **error_responses(400, 401, 409, 413, 422, 429, 503),
     },
 )
 async def submit_question(
