@@ -127,4 +127,10 @@ def shared_corpus(test_environment: None, settings: Settings) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # One clear stop, not a hundred errors: many tests and drills read the real corpus.
+    if not services.SHARED_CORPUS.is_file():
+        raise pytest.UsageError(
+            f"the tests need the real corpus (articles.jsonl), not found at {services.SHARED_CORPUS}; "
+            "set TURNOUT_TEST_CORPUS to its path (default: ../shared/corpus/articles.jsonl beside the checkout)"
+        )
     services.ARTIFACTS.mkdir(exist_ok=True)
