@@ -66,10 +66,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        unparsable = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
-        if unparsable is not None:  # not a document at all: a bad request, not an invalid field
-            reason = (unparsable.get("ctx") or {}).get("error") or unparsable.get("msg", "")
-            return JSONResponse(error_body("bad_request", f"the request body is not valid JSON: {reason}"), 400)
         details = [
             {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]} for e in exc.errors()
         ]

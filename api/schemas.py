@@ -282,7 +282,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses=` entries for the given error statuses (and 422, which any route with
     parameters can return), all in the one error shape."""
     text = {
-        400: "Unparsable request (the body is not valid JSON, or Content-Length is not a number)",
+        400: "Unparsable request: a body that cannot be decoded (not UTF-8), or a Content-Length that is not a number",
         401: "Missing or unknown API key",
         403: "The route needs an admin key",
         404: "No such job for this key",
