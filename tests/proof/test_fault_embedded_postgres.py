@@ -130,15 +130,24 @@ def test_embedded_postgres_stopped_every_route_answers_503(
     assert sorted(r["id"] for r in query(own, "SELECT id FROM jobs")) == sorted(before + after)
 
 
-def test_unreachable_unix_socket_is_a_connection_error(tmp_path: Path) -> None:
-    """The pool's view of a server whose socket file is gone: one of CONNECTION_ERRORS (-> 503)."""
+@pytest.mark.parametrize("socket_file", ["gone", "dead"])
+def test_unreachable_unix_socket_is_a_connection_error(tmp_path: Path, socket_file: str) -> None:
+    """The pool's view of a server whose socket file is gone (a stopped server: FileNotFoundError)
+    or left behind by a dead one (ConnectionRefusedError): one of CONNECTION_ERRORS (-> 503)."""
+    import socket
+
     from infra.db.pool import CONNECTION_ERRORS, create_pool
+
+    if socket_file == "dead":  # bound, never listening: what a killed postmaster leaves
+        leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        leftover.bind(str(tmp_path / ".s.PGSQL.5432"))
+        leftover.close()
 
     async def go() -> Exception:
         pool = await create_pool(f"postgresql://postgres@/turnout?host={tmp_path}", min_size=0, max_size=1)
         try:
             async with pool.acquire():
-                raise AssertionError("connected to a socket that does not exist")
+                raise AssertionError("connected to a socket nobody serves")
         except Exception as exc:  # the assertion below says what it must be
             return exc
         finally:
@@ -146,4 +155,5 @@ def test_unreachable_unix_socket_is_a_connection_error(tmp_path: Path) -> None:
 
     error = asyncio.run(go())
     assert isinstance(error, CONNECTION_ERRORS), repr(error)
-    assert isinstance(error.__cause__ or error, FileNotFoundError | ConnectionError), repr(error.__cause__)
+    cause = {"gone": FileNotFoundError, "dead": ConnectionRefusedError}[socket_file]
+    assert isinstance(error, cause) or isinstance(error.__cause__, cause), (repr(error), repr(error.__cause__))
