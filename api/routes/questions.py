@@ -34,16 +34,21 @@ def get_producer(request: Request, settings: Settings) -> Celery:
     """A Celery app for sending, built from this API's settings (one per app, reused)."""
     producer: Celery | None = getattr(request.app.state, "celery_producer", None)
     if producer is None:
-        from workers.app import create_celery
-
-        producer = create_celery(settings)
-        # The submission path must not hang on a frozen broker: bounded socket waits and one retry,
-        # then the send fails (the job is stored; the sweeper sends it once its lease passes).
-        producer.conf.broker_transport_options = {**producer.conf.broker_transport_options, **TIMEOUTS}
-        producer.conf.broker_connection_timeout = CONNECT_TIMEOUT_S
-        producer.conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
-                                                   "interval_max": 0.2}
+        producer = build_producer(settings)
         request.app.state.celery_producer = producer
+    return producer
+
+
+def build_producer(settings: Settings) -> Celery:
+    """The API's Celery app. The submission path must not hang on a frozen broker: bounded socket
+    waits and one retry, then the send fails (the job is stored; the sweeper sends it later)."""
+    from workers.app import create_celery
+
+    producer = create_celery(settings)
+    producer.conf.broker_transport_options = {**producer.conf.broker_transport_options, **TIMEOUTS}
+    producer.conf.broker_connection_timeout = CONNECT_TIMEOUT_S
+    producer.conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                                               "interval_max": 0.2}
     return producer
 
 

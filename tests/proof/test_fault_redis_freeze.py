@@ -97,3 +97,27 @@ def test_frozen_redis_answers_within_5s(frozen_redis: RedisServer, settings: Set
         assert_final_once(own, docs, webhook=False)
         assert all(d["status"] == "succeeded" for d in docs.values()), docs
         assert sorted(r["id"] for r in query(own, "SELECT id FROM jobs")) == sorted(before + after)
+
+
+def test_a_send_to_a_frozen_broker_gives_up_within_seconds(frozen_redis: RedisServer, settings: Settings) -> None:
+    """The API's producer (what `POST /v1/questions` sends with, after the job row is stored)
+    fails a send to a frozen Redis within seconds instead of hanging; the sweeper sends it later."""
+    from api.routes.questions import build_producer
+    from workers.dispatch import send_run_job
+
+    own = stack_settings(settings, redis_url=frozen_redis.url)
+    producer = build_producer(own)
+    try:
+        assert send_run_job(producer, own, "job_probe_warm")  # a warm connection, as in a running API
+        assert frozen_redis.proc is not None
+        os.kill(frozen_redis.proc.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            sent = send_run_job(producer, own, "job_probe_frozen")
+            took = time.monotonic() - started
+        finally:
+            os.kill(frozen_redis.proc.pid, signal.SIGCONT)
+        assert not sent and took < 10.0, took
+    finally:
+        producer.close()
+
