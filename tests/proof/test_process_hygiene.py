@@ -1,4 +1,4 @@
-"""Tests leave no process behind: a pytest run stopped by SIGTERM mid-test (a CI timeout), where
+"""Tests leave no process behind: a pytest run stopped by SIGTERM (a CI timeout) or SIGKILL mid-test, where
 no fixture finalizer runs, still takes every process it started along - a private redis-server,
 a Celery worker started in its own session, and that worker's beat child (tests/support/reaper.py)."""
 
@@ -51,7 +51,8 @@ def _describe(pid: int) -> str:
         return f"{pid} gone"
 
 
-def test_sigterm_of_pytest_mid_run_leaves_no_process_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_pytest_killed_mid_run_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals) -> None:
     mark = secrets.token_hex(6)
     ready = tmp_path / "ready.json"
     env = {**os.environ, DRILL_MARK: mark, "HYGIENE_READY": str(ready)}
@@ -72,9 +73,9 @@ def test_sigterm_of_pytest_mid_run_leaves_no_process_behind(tmp_path: Path) -> N
         assert all(psutil.pid_exists(p) for p in pids)
         assert len(_descendants(mark)) >= 3  # the child pytest, the worker, its beat (redis-server hides its env)
 
-        child.send_signal(signal.SIGTERM)
+        child.send_signal(sig)
         child.wait(timeout=30)
-        assert child.returncode == -signal.SIGTERM  # killed outright: no finalizer ran
+        assert child.returncode == -sig  # killed outright: no finalizer ran
         wait_until(lambda: not _descendants(mark), timeout=30,
                    what="every process of the killed run to be gone")
         survivors = [_describe(p) for p in pids if _alive(p)]
