@@ -10,8 +10,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from infra.db.pool import CONNECTION_ERRORS
+from infra.redis import CONNECTION_ERRORS as REDIS_CONNECTION_ERRORS
 
 log = logging.getLogger("turnout.api")
 
@@ -42,6 +44,19 @@ _STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404:
 
 
 DATABASE_RETRY_AFTER_S = 5
+RETRY_AFTER = {"Retry-After": str(DATABASE_RETRY_AFTER_S)}  # on every 503 of a dependency outage
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """The methods some route serves at the request's path (`Allow` of a 405): every route's,
+    not only the first partial match's (`/v1/jobs/{id}` has GET and DELETE)."""
+    routes = request.app.router.routes
+    allowed = [m for m in _METHODS
+               if any(route.matches({**request.scope, "method": m})[0] is Match.FULL for route in routes)]
+    return ", ".join(allowed)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -60,9 +75,12 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:  # every method the path has, not only the first route's (RFC 9110)
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
+        return JSONResponse(error_body(code, str(exc.detail)), exc.status_code, headers=headers)
 
     # PostgreSQL text cannot hold NUL (and rejects some code points): that is the client's input,
     # whichever field or path parameter carried it, and nothing was stored.
@@ -79,12 +97,21 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(
             error_body("unavailable", "the database (PostgreSQL) is unavailable right now; retry shortly "
                        "(an Idempotency-Key makes a retried submission safe)"),
-            503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)},
+            503, headers=RETRY_AFTER,
         )
 
-    # PostgreSQL unreachable or restarting: a 503 the client can retry, never a 500.
+    async def _redis_unavailable(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("redis unavailable: %s: %s", type(exc).__name__, exc)
+        return JSONResponse(
+            error_body("unavailable", "the queue and cache store (Redis) is unavailable right now; retry shortly"),
+            503, headers=RETRY_AFTER,
+        )
+
+    # PostgreSQL or Redis unreachable, frozen or restarting: a 503 the client can retry, never a 500.
     for exc_class in CONNECTION_ERRORS:
         app.add_exception_handler(exc_class, _database_unavailable)
+    for exc_class in REDIS_CONNECTION_ERRORS:
+        app.add_exception_handler(exc_class, _redis_unavailable)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

@@ -18,8 +18,8 @@ from limits.aio.strategies import MovingWindowRateLimiter
 from redis.exceptions import RedisError
 
 from api.deps import SettingsDep
-from api.errors import ApiError
-from infra.redis import key
+from api.errors import RETRY_AFTER, ApiError
+from infra.redis import TIMEOUTS, key
 from infra.settings import Settings
 
 log = logging.getLogger("turnout.api")
@@ -29,7 +29,7 @@ class SubmissionLimiter:
     def __init__(self, settings: Settings) -> None:
         settings.require_services(database=False)
         storage = RedisStorage(
-            "async+" + settings.redis_url, implementation="redispy", key_prefix=key(settings, "ratelimit")
+            "async+" + settings.redis_url, implementation="redispy", key_prefix=key(settings, "ratelimit"), **TIMEOUTS
         )
         self._limiter = MovingWindowRateLimiter(storage)
         self.per_minute = settings.limits.submissions_per_minute
@@ -45,7 +45,7 @@ class SubmissionLimiter:
         except (RedisError, OSError) as exc:
             log.warning("rate limiter unavailable: %s", exc)
             raise ApiError(503, "unavailable", "the rate limiter's store (Redis) is unavailable; retry shortly",
-                           headers={"Retry-After": "5"}) from exc
+                           headers=RETRY_AFTER) from exc
         retry_after = max(1, math.ceil(stats.reset_time - time.time()))
         raise ApiError(
             429,

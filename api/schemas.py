@@ -18,12 +18,14 @@ from infra.results import Language, QuestionResult, WireModel
 
 
 class QuestionRequest(WireModel):
-    """A question for the router. Unknown fields are rejected."""
+    """A question for the router. Unknown fields are rejected, and so is a value of another JSON
+    type (`"pageSize": "5"` or `true` is a 422, not a 5 or a 1)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
+        strict=True,
         json_schema_extra={
             "examples": [
                 {"question": "Find articles about Docker from last year"},
@@ -205,6 +207,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI `responses=` entries for the given error statuses (and 422, which any route with
     parameters can return), all in the one error shape."""
     text = {
+        400: "Unparsable request: a body that cannot be decoded (not UTF-8), or a Content-Length that is not a number",
         401: "Missing or unknown API key",
         403: "The route needs an admin key",
         404: "No such job for this key",

@@ -4,6 +4,11 @@ Two jobs that ran the same filters share pages. The key is a hash of the canonic
 of `NormalizedSearch` with the page set and the `adjustments` notes dropped (they describe how
 a request was clamped, not what was executed). A miss is filled by the caller's deterministic
 search (`load_page(..., fetch=...)`), so serving a page never needs the LLM.
+
+A cached page may outlive its articles' visibility (hidden or unpublished after it was cached):
+every hit is checked (`visible`, one lookup of the page's ids) and a page holding an article that
+is no longer visible is searched again and replaced, whatever its TTL. Its sibling pages (same
+filters) are dropped too: the hide moved every later article up one place, so they refill in step.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from infra.settings import Settings
 log = logging.getLogger("turnout.pages")
 
 PageSource = Literal["cache", "search"]
+VisibleIds = Callable[[list[str]], Awaitable[set[str]]]  # the ids of the list that may be shown now
 
 
 def page_filters(search: NormalizedSearch, page: int) -> NormalizedSearch:
@@ -48,6 +54,11 @@ async def put_page(redis: aioredis.Redis, settings: Settings, search: Normalized
     )
 
 
+async def drop_pages(redis: aioredis.Redis, settings: Settings, search: NormalizedSearch, last: int) -> None:
+    """Forget pages 1..`last` of `search`."""
+    await redis.delete(*(page_key(settings, search, n) for n in range(1, last + 1)))
+
+
 async def load_page(
     redis: aioredis.Redis,
     settings: Settings,
@@ -55,20 +66,32 @@ async def load_page(
     page: int,
     *,
     fetch: Callable[[NormalizedSearch], Awaitable[ArticlesPage]],
+    visible: VisibleIds,
 ) -> tuple[ArticlesPage, PageSource]:
-    """Page `page` of `search` from the cache, or from `fetch` (then cached).
+    """Page `page` of `search` from the cache, or from `fetch` (then cached). A cached page with
+    an article `visible` no longer admits is fetched again (and the cache entry replaced).
 
     The cache is an optimisation: when Redis is unavailable the page still comes from `fetch`.
     """
+    reachable = True
     try:
         cached = await get_page(redis, settings, search, page)
     except RedisError as exc:
         log.warning("page cache read failed, searching instead: %s", exc)
-        cached = None
+        cached, reachable = None, False
     if cached is not None:
-        return cached, "cache"
+        ids = [item.id for item in cached.items]
+        if set(ids) <= await visible(ids):
+            return cached, "cache"
+        log.info("cached page %s holds an article no longer visible; searching again", page)
+        try:
+            await drop_pages(redis, settings, search, max(cached.total_pages, page))
+        except RedisError as exc:
+            log.warning("page cache drop failed: %s", exc)
     filters = page_filters(search, page)
     articles = await fetch(filters)
+    if not reachable:  # a second wait on a Redis that just failed would only delay the answer
+        return articles, "search"
     try:
         await put_page(redis, settings, filters, articles)
     except RedisError as exc:

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 import redis.asyncio as aioredis
+import redis.exceptions
 
 from infra.settings import ConfigError, Settings
+
+# A frozen or unreachable Redis must not hang a request: a connect or a reply that takes longer
+# fails (redis TimeoutError / ConnectionError), and the API answers 503 (SPEC: within seconds).
+# No Turnout client blocks server-side (no BLPOP, no pub/sub), so a short read timeout is safe.
+CONNECT_TIMEOUT_S = 2.0
+READ_TIMEOUT_S = 2.0
+TIMEOUTS: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT_S, "socket_timeout": READ_TIMEOUT_S}
+
+# Redis unreachable, frozen or restarting: the same request may succeed shortly (-> 503).
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 def _require(settings: Settings) -> str:
@@ -15,11 +28,11 @@ def _require(settings: Settings) -> str:
 
 
 def create_async_redis(settings: Settings) -> aioredis.Redis:
-    return aioredis.Redis.from_url(_require(settings), decode_responses=False, health_check_interval=30)
+    return aioredis.Redis.from_url(_require(settings), decode_responses=False, health_check_interval=30, **TIMEOUTS)
 
 
 def create_sync_redis(settings: Settings) -> redis.Redis:
-    return redis.Redis.from_url(_require(settings), decode_responses=False, health_check_interval=30)
+    return redis.Redis.from_url(_require(settings), decode_responses=False, health_check_interval=30, **TIMEOUTS)
 
 
 def key(settings: Settings, *parts: str | int) -> str:

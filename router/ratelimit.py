@@ -16,7 +16,7 @@ from limits import RateLimitItem, RateLimitItemPerSecond
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
 
-from infra.redis import key
+from infra.redis import TIMEOUTS, key
 from infra.settings import ConfigError, Settings
 
 # Longest single sleep between two looks at the window: a slot may free up earlier than the
@@ -49,7 +49,8 @@ class LLMRateLimiter:
         self.tokens = tokens
         self.bucket = bucket
         storage = RedisStorage(
-            storage_uri(settings.redis_url), implementation="redispy", key_prefix=key(settings, "ratelimit")
+            storage_uri(settings.redis_url), implementation="redispy", key_prefix=key(settings, "ratelimit"),
+            **TIMEOUTS,
         )
         self._limiter = SlidingWindowCounterRateLimiter(storage)
 

@@ -213,7 +213,8 @@ class _Run:
         except TimeoutError as exc:  # a tool execution ran into the job's deadline
             await self._fail(LIMIT_DEADLINE, f"the job deadline passed during a tool execution: {exc}")
         except RoutingFailed as exc:
-            await self.audit.record("limit", round=self.budget.rounds or None, outcome=exc.code, error=exc.message)
+            if not isinstance(exc, _RecordedFailure):  # `_fail` has written its row already
+                await self.audit.record("limit", round=self.budget.rounds or None, outcome=exc.code, error=exc.message)
             raise
         finally:
             permit, self._first_permit = self._first_permit, None
@@ -223,7 +224,7 @@ class _Run:
 
     async def _fail(self, code: str, message: str) -> NoReturn:
         await self.audit.record("limit", round=self.budget.rounds or None, outcome=code, error=message)
-        raise RoutingFailed(code, message, self.budget.usage.model_copy())
+        raise _RecordedFailure(code, message, self.budget.usage.model_copy())
 
     async def _route(self, dry_run: bool) -> QuestionResult | ValidatedCall:
         if self.req.tool_call is not None:
@@ -439,6 +440,10 @@ class _Run:
             routed_by=routed_by,  # type: ignore[arg-type]
             usage=self.budget.usage.model_copy(),
         )
+
+
+class _RecordedFailure(RoutingFailed):
+    """A failure whose audit row is written (one row per failure, not one per handler)."""
 
 
 def _ignore_outcome(task: asyncio.Task[None]) -> None:

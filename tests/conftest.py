@@ -17,13 +17,16 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import services
+from tests.support import reaper, services
 from tests.support.llm_server import ScriptedLLM
 
 _RUN = secrets.token_hex(4)
 TEST_DATABASE = f"turnout_test_{_RUN}"
 TEST_PREFIX = f"turnout-test-{_RUN}:"
 _DATA_DIR = tempfile.mkdtemp(prefix=f"turnout-test-{_RUN}-")
+
+# Before any process is started: whatever this run starts dies with it (tests/support/reaper.py).
+reaper.start(_RUN)
 
 _LLM = ScriptedLLM().start()
 
@@ -124,4 +127,10 @@ def shared_corpus(test_environment: None, settings: Settings) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # One clear stop, not a hundred errors: many tests and drills read the real corpus.
+    if not services.SHARED_CORPUS.is_file():
+        raise pytest.UsageError(
+            f"the tests need the real corpus (articles.jsonl), not found at {services.SHARED_CORPUS}; "
+            "set TURNOUT_TEST_CORPUS to its path (default: ../shared/corpus/articles.jsonl beside the checkout)"
+        )
     services.ARTIFACTS.mkdir(exist_ok=True)

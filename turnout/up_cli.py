@@ -18,7 +18,7 @@ def up(
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="API port (default: TURNOUT_API_PORT, else 8000)")] = None,
     sample: Annotated[bool, typer.Option(help="import the sample corpus when the database has no articles")] = True,
 ) -> None:
-    """Start everything on this machine: PostgreSQL, Redis, Qdrant Edge, the API and two workers.
+    """Start everything on this machine: PostgreSQL, Redis, Qdrant Edge, the API and three workers.
 
     Services whose URL is set (TURNOUT_DATABASE_URL, TURNOUT_REDIS_URL, TURNOUT_QDRANT_URL) are
     used instead of the embedded ones. Ctrl-C stops everything; the next run reuses the data.

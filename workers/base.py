@@ -68,6 +68,7 @@ def time_limit(limit: Limit | None, settings: Settings) -> float:
 def register_tasks(app: Celery, settings: Settings) -> None:
     """Register every task module's tasks (`workers/tasks/`) and the signal handlers on `app`."""
     importlib.import_module("workers.signals")  # ops metrics: queue wait, run time, heartbeats
+    importlib.import_module("workers.lifeline")  # the embedded beat dies with its worker
     importlib.import_module("workers.tasks")
     for declared in _declared.values():
         limit = time_limit(declared.time_limit_s, settings)

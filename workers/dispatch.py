@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 
 from celery import Celery
 
+from infra.redis import CONNECT_TIMEOUT_S, TIMEOUTS
 from infra.settings import Settings
 from workers.registry import DELIVER_WEBHOOK, RUN_JOB
 
@@ -25,10 +26,17 @@ IGNORE_RESULT = True
 
 
 def create_producer(settings: Settings) -> Producer:
-    """The sender for these settings' broker and key prefix (one per process and broker)."""
-    from workers.app import app_for
+    """The API's sender for these settings' broker and key prefix. The submission path must not hang
+    on a frozen broker: bounded socket waits and one retry, then the send fails (the job is stored;
+    the sweeper sends it later)."""
+    from workers.app import create_celery
 
-    return app_for(settings)
+    producer = create_celery(settings)
+    producer.conf.broker_transport_options = {**producer.conf.broker_transport_options, **TIMEOUTS}
+    producer.conf.broker_connection_timeout = CONNECT_TIMEOUT_S
+    producer.conf.task_publish_retry_policy = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2,
+                                               "interval_max": 0.2}
+    return producer
 
 
 def send_run_job(

@@ -34,6 +34,7 @@ from api.long_poll import until_final
 from api.ratelimit import SubmissionLimiter
 from api.routes.jobs import job_page
 from api.state import AppState
+from api.visibility import visible_job
 from infra.db import jobs as jobs_db
 from infra.db.job_events import JobEvent, last_event
 from infra.job_document import JobDocument
@@ -245,7 +246,7 @@ class TurnoutMCP:
             )
             job = await until_final(watch, read, state.job_events, wait_s=self.wait_s, job=job)
         if job.status.is_final:
-            return self._outcome(job, None)
+            return self._outcome(await self._visible(job), None)
         async with state.pool.acquire() as conn:
             progress = await last_event(conn, job.id)
         return self._outcome(job, progress)
@@ -323,7 +324,11 @@ class TurnoutMCP:
             job = await jobs_db.get_job(conn, job_id, api_key_id=caller.key_id)
         if job is None:  # another key's job is indistinguishable from no job
             raise MCPError(RESOURCE_NOT_FOUND, f"no job {job_id} for this key")
-        return job
+        return await self._visible(job)
+
+    async def _visible(self, job: jobs_db.JobRow) -> jobs_db.JobRow:
+        """Articles hidden since the job ended never reach the caller (as over HTTP)."""
+        return await visible_job(self.state.pool, self.state.redis, self.state.settings, job)
 
     def _limits(self) -> SubmissionLimiter:
         if self._limiter is None:

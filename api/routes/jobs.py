@@ -17,14 +17,14 @@ from api.errors import ApiError
 from api.long_poll import WAIT_MAX_S, watch_until_final
 from api.routes.questions import get_producer
 from api.schemas import PageDocument, error_responses
+from api.visibility import visible_job, visible_page, visible_result
 from infra.db import jobs as jobs_db
 from infra.db.job_events import events_after
 from infra.job_document import JobDocument
-from infra.pages import load_page, page_filters
-from infra.results import ArticlesPage, NormalizedSearch, QuestionResult
+from infra.pages import page_filters
+from infra.results import QuestionResult
 from infra.settings import Settings
 from infra.status import JobStatus
-from retrieval.search import search_articles
 from workers.dispatch import send_webhook
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -38,6 +38,7 @@ async def get_job(
     job_id: JobId,
     key: CurrentKey,
     pool: Pool,
+    redis: Redis,
     settings: SettingsDep,
     job_events: JobEvents,
     wait_s: Annotated[
@@ -54,9 +55,10 @@ async def get_job(
     result (succeeded) or the error (failed). With `waitS`, the answer waits for the job to end
     (woken by the job's final event, not by polling)."""
     if wait_s <= 0:
-        return JobDocument.from_row(await own_job(pool, key, job_id), base_url=settings.public_base_url)
-    job = await watch_until_final(job_events, job_id, lambda: own_job(pool, key, job_id), wait_s=wait_s)
-    return JobDocument.from_row(job, base_url=settings.public_base_url)
+        job = await own_job(pool, key, job_id)
+    else:
+        job = await watch_until_final(job_events, job_id, lambda: own_job(pool, key, job_id), wait_s=wait_s)
+    return JobDocument.from_row(await visible_job(pool, redis, settings, job), base_url=settings.public_base_url)
 
 
 @router.delete(
@@ -152,7 +154,7 @@ async def job_page(pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
     if job.status is not JobStatus.SUCCEEDED or job.result is None:
         raise ApiError(409, "job_not_succeeded", f"the job is {job.status.value}; pages exist once it has succeeded",
                        {"status": job.status.value})
-    result = QuestionResult.model_validate(job.result)
+    result = await visible_result(pool, redis, settings, QuestionResult.model_validate(job.result))
     if result.search is None or result.articles is None:
         raise ApiError(409, "not_paginated", f"a {result.result_type.value} has no pages; only search and "
                        "combined results do", {"resultType": result.result_type.value})
@@ -160,11 +162,7 @@ async def job_page(pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
     if n > last:
         raise ApiError(404, "page_out_of_range", f"page {n} does not exist; this result has pages 1..{last}",
                        {"totalPages": result.articles.total_pages})
-
-    async def fetch(filters: NormalizedSearch) -> ArticlesPage:
-        return await search_articles(pool, filters)
-
-    articles, source = await load_page(redis, settings, result.search, n, fetch=fetch)
+    articles, source = await visible_page(pool, redis, settings, result.search, n)
     search = page_filters(result.search, n).model_copy(update={"adjustments": result.search.adjustments})
     page_result = result.model_copy(update={"articles": articles, "search": search})
     return PageDocument(job_id=job_id, page=n, source=source, result=page_result)

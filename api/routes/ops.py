@@ -19,7 +19,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import FileResponse, JSONResponse
 
 from api.deps import AdminKey, Pool, Redis, SettingsDep
-from api.errors import ApiError
+from api.errors import RETRY_AFTER, ApiError
 from api.health import HealthReport, check_health
 from api.metrics import CONTENT_TYPE, render
 from api.ops import OpsData, OpsSummary, gather_ops, summarize
@@ -52,7 +52,9 @@ GATHER_TIMEOUT_S = 10.0
 )
 async def health(settings: SettingsDep, pool: Pool, redis_client: Redis) -> JSONResponse:
     report = await check_health(settings, pool, redis_client)
-    return JSONResponse(report.model_dump(mode="json", by_alias=True), status_code=503 if report.status == "down" else 200)
+    down = report.status == "down"
+    return JSONResponse(report.model_dump(mode="json", by_alias=True), status_code=503 if down else 200,
+                        headers=RETRY_AFTER if down else None)
 
 
 async def _gather(pool: asyncpg.Pool, redis_client: aioredis.Redis, settings: Settings, *, latency: bool = False
@@ -63,7 +65,7 @@ async def _gather(pool: asyncpg.Pool, redis_client: aioredis.Redis, settings: Se
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, redis.RedisError) as exc:
         log.warning("ops summary unavailable: %s", exc)
         raise ApiError(503, "unavailable", f"cannot read operations figures right now: {type(exc).__name__}; "
-                       "see GET /v1/ops/health") from exc
+                       "see GET /v1/ops/health", headers=RETRY_AFTER) from exc
 
 
 @router.get(

@@ -11,11 +11,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, Request, Response
 
-from api.deps import CurrentKey, JobEvents, Pool, SettingsDep, own_job
+from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
 from api.errors import ApiError
 from api.long_poll import WAIT_MAX_S, preferred_wait, until_final, watch_until_final
 from api.ratelimit import Limiter
 from api.schemas import QuestionRequest, error_responses
+from api.visibility import visible_job
 from infra.db import jobs as jobs_db
 from infra.job_document import JobDocument
 from infra.settings import Settings
@@ -88,7 +89,7 @@ def _document(job: jobs_db.JobRow, response: Response, settings: Settings, wait_
     summary="Submit a question (returns a job)",
     responses={
         200: {"model": JobDocument, "description": "With `Prefer: wait=N`: the job ended within the wait"},
-        **error_responses(401, 409, 413, 422, 429, 503),
+        **error_responses(400, 401, 409, 413, 422, 429, 503),
     },
 )
 async def submit_question(
@@ -97,6 +98,7 @@ async def submit_question(
     response: Response,
     key: CurrentKey,
     pool: Pool,
+    redis: Redis,
     settings: SettingsDep,
     limiter: Limiter,
     job_events: JobEvents,
@@ -138,7 +140,8 @@ async def submit_question(
             existing = await watch_until_final(
                 job_events, existing.id, lambda: own_job(pool, key, existing.id), wait_s=wait_s
             )
-        return _document(existing, response, settings, wait_s)
+        # A replay may come long after the job ended: its result is shown as visible now.
+        return _document(await visible_job(pool, redis, settings, existing), response, settings, wait_s)
 
     if idempotency_key is not None:
         async with pool.acquire() as conn:
@@ -163,4 +166,5 @@ async def submit_question(
         )
         if watch is not None:
             job = await until_final(watch, lambda: own_job(pool, key, job.id), job_events, wait_s=wait_s or 0, job=job)
+            job = await visible_job(pool, redis, settings, job)
     return _document(job, response, settings, wait_s)

@@ -33,6 +33,8 @@ class _Wire(BaseModel):
 class ReembedRequest(_Wire):
     """All articles when empty; or one language; or given article ids (localization or story ids)."""
 
+    model_config = ConfigDict(strict=True)  # a value of another JSON type is a 422, never coerced
+
     language: Language | None = None
     ids: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         default=None, min_length=1, max_length=50_000
@@ -78,7 +80,7 @@ async def _load(pool: Pool, run_id: str) -> runs_db.Run:
 
 
 @router.post("", status_code=202, response_model=ReembedRun, response_model_by_alias=True,
-             summary="Start a re-embedding run", responses=error_responses(401, 403, 409))
+             summary="Start a re-embedding run", responses=error_responses(400, 401, 403, 409, 413))
 async def start_run(
     body: ReembedRequest, pool: Pool, settings: SettingsDep, response: Response, _: AdminKey
 ) -> ReembedRun:

@@ -21,9 +21,28 @@ CONNECTION_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+# A connection attempt that has not succeeded by then will not: the caller answers 503 (API) or
+# retries (workers) instead of hanging on a frozen or unreachable server.
+CONNECT_TIMEOUT_S = 5.0
+
+
 class DatabaseUnavailable(ConnectionError):
     """A worker's task could not reach PostgreSQL, also after retrying. A `ConnectionError`, so
     it reaches the task's caller as the transient failure it is (Celery sends it back by name)."""
+
+
+async def _connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+    """`asyncpg.connect`, with every way of not reaching the server raised as a ConnectionError.
+
+    Over a unix socket (the embedded default) a stopped server is a socket file that is gone:
+    `FileNotFoundError`, which is no ConnectionError; a connect timeout is a `TimeoutError`."""
+    try:
+        conn: asyncpg.Connection = await asyncpg.connect(*args, **kwargs)
+    except ConnectionError:
+        raise
+    except OSError as exc:  # FileNotFoundError, TimeoutError, PermissionError on the socket...
+        raise DatabaseUnavailable(f"cannot reach PostgreSQL: {type(exc).__name__}: {exc}") from exc
+    return conn
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -43,10 +62,11 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10, **kwar
     """Open a pool, or stop with a message that says what to do."""
     if not dsn:
         raise ConfigError("TURNOUT_DATABASE_URL is not set (or run `turnout up` for the embedded default)")
+    kwargs.setdefault("timeout", CONNECT_TIMEOUT_S)
     try:
         pool = await asyncpg.create_pool(
             dsn, min_size=min_size, max_size=max_size, init=_init_connection, reset=_keep_session,
-            command_timeout=60, **kwargs
+            connect=_connect, command_timeout=60, **kwargs
         )
     except (OSError, asyncpg.PostgresError) as exc:
         raise ConfigError(f"cannot connect to PostgreSQL at {redact(dsn)}: {exc}") from exc

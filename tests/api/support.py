@@ -27,7 +27,7 @@ from infra.db.api_keys import IssuedKey, create_key
 from infra.db.pool import create_pool
 from infra.settings import Settings
 from infra.status import JobStatus
-from tests.support import services
+from tests.support import reaper, services
 
 FINAL = {s.value for s in JobStatus if s.is_final}
 
@@ -245,6 +245,7 @@ class RedisServer:
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
+        reaper.track(self.proc.pid)  # it dies with the test run, however the run ends
         import redis
 
         client = redis.Redis.from_url(self.url, socket_timeout=1)

@@ -36,6 +36,7 @@ from tests.proof.conftest import (
     submit,
     wait_final,
 )
+from tests.support import reaper
 from tests.support.llm_server import Delay, ToolCall
 
 pytestmark = pytest.mark.slow
@@ -74,6 +75,8 @@ class PrivatePostgres:
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+        # Daemonized by pg_ctl: it dies with the test run, however the run ends (tests/support/reaper.py).
+        reaper.track(int((self.data / "postmaster.pid").read_text().split()[0]))
 
     def stop(self) -> None:
         """A fast shutdown: open connections are cut, running statements rolled back."""

