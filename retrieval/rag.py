@@ -50,6 +50,8 @@ SNIPPET_CHARS = 300
 PASSAGE_CHARS = 420
 ANSWER_MAX_TOKENS = 700
 MIN_LLM_TIME_S = 1.0  # less time than this before the deadline: answer extractively at once
+# The answer call stops this long before the deadline, so the extractive answer still arrives in time.
+EXTRACTIVE_RESERVE_S = 1.5
 
 _EXTRACTIVE_HEADER = {
     "en": "Extractive answer (no language model was available): the most relevant passages, quoted from "
@@ -199,10 +201,11 @@ async def answer_question(
 
     if ctx.llm is None:
         return _extractive(selection, answer_language, coverage_limited, Usage(), "no language model is configured")
-    if deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S:
+    if deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S + EXTRACTIVE_RESERVE_S:
         return _extractive(selection, answer_language, coverage_limited, Usage(), "no time left for the language model")
 
-    call = await _call_answer_model(ctx, question, answer_language, selection, deadline)
+    llm_deadline = deadline - EXTRACTIVE_RESERVE_S if deadline is not None else None
+    call = await _call_answer_model(ctx, question, answer_language, selection, llm_deadline)
     if job_id is not None:
         await _audit(ctx, job_id, call, language=language, answer_language=answer_language, scope=scope_ids)
     if call.answer is None:

@@ -280,7 +280,7 @@ class _Run:
                 EngineRequest(
                     turns=turns,
                     max_output_tokens=self.budget.output_room(estimate),
-                    deadline=self.budget.deadline,
+                    deadline=self.budget.llm_deadline,
                     before_attempt=self._before_llm_call,
                 )
             )
