@@ -108,6 +108,11 @@ async def flush(client: aioredis.Redis, settings: Settings) -> None:
         raise
 
 
+async def incr(client: aioredis.Redis, settings: Settings, name: str, n: int = 1, **labels: str) -> None:
+    """Add to the shared total at once (a process that has Redis at hand, e.g. an API route)."""
+    await client.hincrby(_counters_key(settings), _field(name, tuple(sorted(labels.items()))), n)  # type: ignore[misc]
+
+
 def record_restart_sync(client: redis.Redis, settings: Settings, event: Mapping[str, Any]) -> None:
     pipe = client.pipeline(transaction=False)
     pipe.hincrby(_counters_key(settings), _field(SUPERVISOR_RESTARTS, (("child", str(event["child"])),)), 1)

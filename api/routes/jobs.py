@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Path, Query, Request
+from redis.exceptions import RedisError
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
 from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
@@ -15,6 +17,7 @@ from api.errors import ApiError
 from api.long_poll import WAIT_MAX_S, watch_until_final
 from api.routes.questions import get_producer
 from api.schemas import JobDocument, PageDocument, error_responses
+from infra import counters
 from infra.db import jobs as jobs_db
 from infra.db.job_events import events_after
 from infra.pages import load_page, page_filters
@@ -156,6 +159,8 @@ async def get_page(
         return await search_articles(pool, filters)
 
     articles, source = await load_page(redis, settings, result.search, n, fetch=fetch)
+    with contextlib.suppress(RedisError, OSError):  # a metric; the page is served regardless
+        await counters.incr(redis, settings, counters.PAGE_CACHE, outcome="hit" if source == "cache" else "miss")
     search = page_filters(result.search, n).model_copy(update={"adjustments": result.search.adjustments})
     page_result = result.model_copy(update={"articles": articles, "search": search})
     return PageDocument(job_id=job_id, page=n, source=source, result=page_result)

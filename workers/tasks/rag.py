@@ -27,7 +27,7 @@ class RagPayloadError(ValueError):
     """The task payload is not a valid RagRequest (a plain ValueError survives Celery's JSON result)."""
 
 
-@turnout_task(Queue.RAG, "answer", ignore_result=False)
+@turnout_task(Queue.RAG, "answer", ignore_result=False, track_started=True)  # see router/lost_tasks.py
 def answer(payload: dict[str, Any]) -> dict[str, Any]:
     """{question, language, answerLanguage, scope, scopeTruncated, deadlineS, jobId?} -> RagOutcome wire dict."""
     try:

@@ -24,7 +24,8 @@ SEARCH_TIME_LIMIT_S = 30.0  # a search is a few indexed queries; anything slower
 log = logging.getLogger("turnout.search")
 
 
-@turnout_task(Queue.SEARCH, "search", time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False)
+@turnout_task(Queue.SEARCH, "search", time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False,
+              track_started=True)  # the router watches who runs it (router/lost_tasks.py)
 def search(query: dict[str, Any]) -> dict[str, Any]:
     """NormalizedSearch wire dict in, ArticlesPage wire dict out."""
     try:
