@@ -5,7 +5,7 @@ message unacknowledged until the broker's visibility timeout (ten minutes): far 
 deadline. So while the executor waits, it watches the task: once it has run longer than
 ``CHECK_AFTER_S``, every ``CHECK_EVERY_S`` it reads the task's state (STARTED carries the
 worker's node name, `track_started`) and that worker's heartbeat (infra/taskstats.py). The task
-is lost when its worker's heartbeat is gone (silent past `WORKER_ALIVE_S`, or no entry) or the
+is lost when its worker's heartbeat is gone (silent past ``SILENT_AFTER_S``, or no entry) or the
 worker started again after the task was sent (same node name, another process). The executor then
 sends the task again (at most ``MAX_RESENDS`` times), so the job succeeds once any worker of
 that queue is alive; the first reply wins and every other copy's result is ignored by task id.
@@ -27,6 +27,9 @@ log = logging.getLogger("turnout.jobs")
 CHECK_AFTER_S = 1.0  # a task running shorter than this is not looked at (most searches)
 CHECK_EVERY_S = 1.0
 MAX_RESENDS = 3
+# Celery heartbeats every 2 s: three missed ones say the worker is gone. Tighter than the 15 s the
+# dashboard uses (`WORKER_ALIVE_S`): a false alarm costs one duplicate task, ignored by task id.
+SILENT_AFTER_S = 6.0
 _REDIS_TIMEOUT_S = 1.0
 
 
@@ -61,7 +64,7 @@ class LostTaskWatch:
         same_process = info.get("pid") is not None and info.get("pid") == worker.pid
         if not same_process and worker.started_at is not None and worker.started_at > sent_at:
             return f"its worker {node} started again (pid {worker.pid}) after the task was sent"
-        if not worker.alive:
+        if worker.last_seen_age_s > SILENT_AFTER_S:
             return f"its worker {node} sent no heartbeat for {worker.last_seen_age_s:.0f}s"
         return None
 

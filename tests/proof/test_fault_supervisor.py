@@ -131,6 +131,7 @@ def up(llm_server: ScriptedLLM, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "TURNOUT_LIMIT_JOB_DEADLINE_S": str(DEADLINE_S),
         "TURNOUT_LIMIT_SUBMISSIONS_PER_MINUTE": "100000",
         "TURNOUT_LIMIT_LLM_REQUESTS_PER_MINUTE": "100000",
+        "TURNOUT_LIMIT_LLM_TOKENS_PER_MINUTE": "1000000000",
     }
     llm_server.reset()
     llm_server.on_chat(_answer)
@@ -169,7 +170,7 @@ def up(llm_server: ScriptedLLM, tmp_path_factory: pytest.TempPathFactory) -> Ite
                     except psutil.NoSuchProcess:
                         pass
         llm_server.reset()
-        kept = tmp_path_factory.mktemp("up-logs")  # the children's logs outlive the data directory
+        kept = services.ARTIFACTS / f"{data_dir.name}-logs"  # the children's logs outlive the data directory
         shutil.copytree(data_dir / "logs", kept, dirs_exist_ok=True)
         shutil.copy(stderr_path, kept / "up.stderr")
         print(f"turnout up logs kept in {kept}")
@@ -288,6 +289,15 @@ def _ts(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
+def _accepting_again(after: list[Submission], killed_at: float) -> float:
+    """Seconds from the kill to the first accepted submission after the first refused one (0: none refused)."""
+    refused = next((s.at for s in after if not s.job_id), None)
+    if refused is None:
+        return 0.0
+    back = next((s.at for s in after if s.job_id and s.at > refused), refused)
+    return round(back - killed_at, 1)
+
+
 def _report(name: str, subs: list[Submission], docs: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
     statuses = Counter(d["status"] for d in docs.values())
     accepted = [s.job_id for s in subs if s.job_id]
@@ -353,7 +363,14 @@ def test_sigkill_of_a_child_is_healed(up: Up, scripted: dict[str, Any], child: s
             time.sleep(0.2)
         time.sleep(1.0)
     subs = submitter.submissions
-    docs = _wait_final(up, submitter.accepted())
+    # Then every path once more through the healed stack: two RAG questions beside the searches
+    # (a restarted PostgreSQL left dead connections in every worker's pool).
+    with up.client() as c:
+        for n in (1, 2):
+            r = c.post("/v1/questions", json={"question": f"Why were Celery chords replaced? [drill:ask-{child}-{n}]"})
+            subs.append(Submission(time.monotonic(), str(r.status_code), r.json().get("id")))
+    up.tree()  # remember the restarted processes (the last drill checks none is left)
+    docs = _wait_final(up, [s.job_id for s in subs if s.job_id])
     after = [s for s in subs if s.at >= killed_at]
     first_ok = min((_ts(docs[s.job_id]["finishedAt"]) for s in after if s.job_id in docs
                     and docs[s.job_id]["status"] == "succeeded"), default=None)
@@ -361,12 +378,15 @@ def test_sigkill_of_a_child_is_healed(up: Up, scripted: dict[str, Any], child: s
         f"SIGKILL {child}", subs, docs, restart_s=round(restarted_after, 1),
         down_s=up.restarted(child, before + 1),
         api_answers_after_kill=dict(Counter(s.outcome for s in after)),
+        accepting_again_after_s=_accepting_again(after, killed_at),
         first_success_after_kill_s=round(first_ok - (time.time() - (time.monotonic() - killed_at)), 1)
         if first_ok else None,
     )
     assert up.child_pid(child) != victim
     assert report["lost"] == 0 and report["failed"] == 0, report
     assert report["succeeded"] == report["accepted"] > 0, report
+    asks = [docs[s.job_id] for s in subs[-2:] if s.job_id]
+    assert len(asks) == 2 and all(d["result"]["resultType"] == "AnswerResult" for d in asks), asks
     outcomes = Counter(s.outcome for s in after)
     if child == "api":  # its own death: refused until it is back, then accepted again
         assert subs[-1].outcome == "202", subs[-5:]

@@ -43,7 +43,8 @@ def answer(payload: dict[str, Any]) -> dict[str, Any]:
 
     async def body(rt: Runtime) -> dict[str, Any]:
         ctx = await RagContext.from_runtime(rt)
-        outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log)
+        outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log,
+                                        pool=ctx.pool)
         return rag_outcome_to_wire(outcome)
 
     return run_async(body, timeout_s=limit)

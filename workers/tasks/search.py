@@ -43,7 +43,7 @@ def search(query: dict[str, Any]) -> dict[str, Any]:
 
     async def body(rt: Runtime) -> dict[str, Any]:
         pool = await rt.pool()
-        page = await with_db_retries(lambda: search_articles(pool, normalized), log=log)
+        page = await with_db_retries(lambda: search_articles(pool, normalized), log=log, pool=pool)
         return page.wire()
 
     return run_async(body, timeout_s=SEARCH_TIME_LIMIT_S)
