@@ -79,6 +79,7 @@ class Supervisor:
         services: list[Supervised],
         *,
         on_restart: Callable[[Restart], None] = lambda r: None,
+        reap: Callable[[], None] = lambda: None,
         err: TextIO = sys.stderr,
         max_crashes: int = MAX_CRASHES,
         window_s: float = CRASH_WINDOW_S,
@@ -86,6 +87,7 @@ class Supervisor:
     ) -> None:
         self.services = services
         self.on_restart = on_restart
+        self.reap = reap
         self.err = err
         self.max_crashes = max_crashes
         self.window_s = window_s
@@ -96,6 +98,7 @@ class Supervisor:
 
     def tick(self) -> None:
         """One pass over every service; raises `CrashLoop` when one keeps dying."""
+        self.reap()
         for s in self.services:
             now = self.clock()
             if s.due_at is None:
@@ -235,6 +238,20 @@ class RestartRecorder:
         self.client.close()
 
 
+def reap_orphans(own: Callable[[], set[int]]) -> None:
+    """Collect exited processes we adopted as a subreaper (the backends of a killed postmaster,
+    the beat process of a killed worker), but never one of our own children: Popen must see
+    those exit codes itself, so no `waitpid(-1)`."""
+    mine = own()
+    with contextlib.suppress(psutil.Error):
+        for p in psutil.Process().children():
+            if p.pid in mine:
+                continue
+            with contextlib.suppress(psutil.Error, ChildProcessError):
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    os.waitpid(p.pid, os.WNOHANG)
+
+
 def stack_supervisor(stack: Stack) -> tuple[Supervisor, RestartRecorder]:
     """Every service `turnout up` started itself (external services are someone else's)."""
     assert stack.settings is not None
@@ -245,4 +262,9 @@ def stack_supervisor(stack: Stack) -> tuple[Supervisor, RestartRecorder]:
         services.append(redis_service(stack.redis))
     services += [child_service(c) for c in (stack.api, stack.router, stack.front, stack.vector) if c is not None]
     recorder = RestartRecorder(stack.services.redis_url, stack.settings)
-    return Supervisor(services, on_restart=recorder.record, err=stack.err), recorder
+    children = [stack.api, stack.router, stack.front, stack.vector, stack.redis.child if stack.redis else None]
+
+    def own() -> set[int]:
+        return {c.pid for c in children if c is not None and c.pid is not None}
+
+    return Supervisor(services, on_restart=recorder.record, reap=lambda: reap_orphans(own), err=stack.err), recorder
