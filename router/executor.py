@@ -2,7 +2,8 @@
 
 `QueueExecutor` sends `turnout.search.search` / `turnout.rag.answer` and awaits the results
 without blocking the event loop (send and wait run in a helper thread; the wait is woken by the
-result backend's pub/sub message, not polled). A task that could not reach PostgreSQL raises
+result backend's pub/sub message, not polled). With a `LostTaskWatch`, a task lost with its
+worker is sent again (router/lost_tasks.py). A task that could not reach PostgreSQL raises
 `DatabaseUnavailable` here (a `ConnectionError`: transient), any other failure
 `ToolExecutionError`. `InProcessExecutor` calls the services directly
 (one process, e.g. a bench).

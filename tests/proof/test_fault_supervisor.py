@@ -445,6 +445,32 @@ def test_a_task_lost_with_its_worker_is_sent_again(up: Up, scripted: dict[str, A
     assert re.search(rf"{re.escape(task)} \S+ was lost \(its worker", router_log), router_log[-3000:]
 
 
+def test_status_metrics_and_ops_show_the_restarts(up: Up) -> None:
+    """`turnout status` (pointed at the stack by `<data>/env`), /v1/ops/queues and /metrics."""
+    env = {**_clean_env()}
+    for line in (up.data_dir / "env").read_text().splitlines():
+        if line.startswith("export "):
+            name, _, value = line.removeprefix("export ").partition("=")
+            env[name] = value.strip("'")
+    done = subprocess.run([sys.executable, "-m", "infra", "status", "--json"], capture_output=True, text=True,
+                          env=env, cwd=services.REPO_ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    status = json.loads(done.stdout)["summary"]["reliability"]
+    with up.client() as c:
+        ops = c.get("/v1/ops/queues").json()["reliability"]
+        metrics = c.get("/metrics").text
+    for child in CHILDREN:
+        assert status["restarts"].get(child, 0) >= 1, status["restarts"]
+        assert ops["restarts"].get(child, 0) >= 1, ops["restarts"]
+        assert re.search(rf'turnout_supervisor_restarts_total{{child="{child}"}} [1-9]', metrics), child
+    assert {r["child"] for r in ops["recentRestarts"]} >= set(CHILDREN)
+    assert "killed by SIGKILL" in {r["reason"] for r in ops["recentRestarts"]}
+    # The hanging-LLM drill's timeouts and fallbacks, the lost tasks sent again.
+    assert ops["llmCalls"]["route"]["timeout"] >= 3 and ops["fallbacks"].get("llm_unavailable", 0) >= 3, ops
+    assert ops["toolResends"].get("turnout.search.search", 0) >= 1, ops
+    assert ops["toolResends"].get("turnout.rag.answer", 0) >= 1, ops
+
+
 def _cmdline(p: psutil.Process) -> str:
     try:
         return " ".join(p.cmdline())
