@@ -129,9 +129,10 @@ class Supervisor:
     def _restart(self, s: Supervised) -> None:
         try:
             s.restart()
-        except EmbeddedError as exc:  # it would not even start: one more crash
-            s.due_at = None
+        except EmbeddedError as exc:  # it would not even start: one more crash (still down since then)
+            down_since, s.due_at = s.down_since, None
             self._crashed(s, f"restart failed: {str(exc).splitlines()[0]}", self.clock())
+            s.down_since = down_since
             return
         now = self.clock()
         s.due_at = None

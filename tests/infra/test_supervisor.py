@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from infra.embedded import EmbeddedError
 from infra.embedded.processes import Child
 from infra.embedded.supervisor import (
     MAX_CRASHES,
     CrashLoop,
     Restart,
+    Supervised,
     Supervisor,
     backoff_s,
     child_service,
@@ -98,3 +100,27 @@ def test_a_crash_loop_names_the_child_and_why(tmp_path: Path, children: list[Chi
     assert message.startswith(f"crasher crashed {MAX_CRASHES + 1} times within 1000s (last: exited with code 3)")
     assert "bad config: no such thing" in message  # its log tail says why
     assert len(restarts) == MAX_CRASHES
+
+
+def test_a_restart_that_fails_counts_as_a_crash(tmp_path: Path) -> None:
+    """E.g. PostgreSQL that will not start again: each failed start is one more crash, then it gives up."""
+    attempts: list[float] = []
+
+    def restart() -> None:
+        attempts.append(now[0])
+        raise EmbeddedError("embedded PostgreSQL did not start again: pg_ctl: could not start server\nlog…")
+
+    now = [0.0]
+    service = Supervised("postgres", stopped=lambda: "the postmaster (pid 1) is gone", restart=restart)
+    supervisor = Supervisor([service], err=io.StringIO(), clock=lambda: now[0])
+    with pytest.raises(CrashLoop) as loop:
+        for _ in range(100):
+            supervisor.tick()
+            now[0] += 1.0
+    assert len(attempts) == MAX_CRASHES  # the first crash plus MAX_CRASHES failed starts
+    assert "postgres crashed 6 times" in str(loop.value)
+    assert "(last: restart failed: embedded PostgreSQL did not start again: pg_ctl: could not start server)" \
+        in str(loop.value)
+    # The back-off grew between the attempts (0.5, 1, 2, 4, 8 s: ticks are 1 s apart).
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert gaps == sorted(gaps) and gaps[-1] >= 4.0, gaps
