@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from api.ops import OpsData, reembed_summary
+from infra import counters
 from infra.status import JobStatus
 from workers.taskstats import PROMETHEUS_BOUNDS_S
 
@@ -122,6 +123,8 @@ class OpsCollector(Collector):
         waited.add_metric([], float(d.rate_limit["waited_ms"]) / 1000.0)
         yield from (waits, waited)
 
+        yield from _reliability(d)
+
         hooks = GaugeMetricFamily("turnout_webhook_deliveries", "Webhook deliveries by status "
                                   "(retrying and delayed are subsets of pending; dead = dead-lettered)",
                                   labels=["status"])
@@ -162,6 +165,33 @@ class OpsCollector(Collector):
                                     d.latency.tools, PROMETHEUS_BOUNDS_S)
             yield _audit_histograms("turnout_llm_call_latency_seconds", "LLM call latency", "model",
                                     d.latency.llm, PROMETHEUS_BOUNDS_S)
+
+
+# Reliability counters (infra/counters.py): name -> (metric name, help, label names).
+_COUNTERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    counters.LLM_CALLS: ("turnout_llm_call_outcomes", "LLM HTTP attempts by kind (route | answer) and outcome "
+                         "(ok | 429 | 5xx | timeout | unreachable | rejected)", ("kind", "outcome")),
+    counters.LLM_RETRIES: ("turnout_llm_retries", "LLM attempts that were retried", ("kind",)),
+    counters.FALLBACKS: ("turnout_router_fallbacks", "Routings through the deterministic fallback, by reason",
+                         ("reason",)),
+    counters.RATE_LIMIT: ("turnout_rate_limiter_outcomes", "LLM rate-limiter waits that got a permit (waited) "
+                          "or ran into the job's deadline (gave_up)", ("outcome",)),
+    counters.PAGE_CACHE: ("turnout_page_cache_requests", "Result pages served from the cache (hit) or searched "
+                          "again (miss)", ("outcome",)),
+    counters.TOOL_RESENDS: ("turnout_tool_resends", "Search/RAG tasks sent again because their worker died",
+                            ("task",)),
+    counters.SUPERVISOR_RESTARTS: ("turnout_supervisor_restarts", "Children of `turnout up` restarted by its "
+                                   "supervisor", ("child",)),
+}
+
+
+def _reliability(d: OpsData) -> Iterator[Metric]:
+    families = {name: CounterMetricFamily(metric, doc, labels=list(labels))
+                for name, (metric, doc, labels) in _COUNTERS.items()}
+    for name, labels, n in d.counters:
+        if name in families:
+            families[name].add_metric([labels.get(label, "") for label in _COUNTERS[name][2]], n)
+    yield from families.values()
 
 
 def render(data: OpsData) -> bytes:

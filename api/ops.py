@@ -17,6 +17,8 @@ import asyncpg
 import redis.asyncio as aioredis
 from pydantic import Field
 
+from infra import counters
+from infra.counters import read_counters, read_restarts
 from infra.db import ops as db_ops
 from infra.db.jobs import count_by_source
 from infra.db.reembed import Run, list_runs
@@ -190,6 +192,26 @@ class FailureEntry(WireModel):
     at: datetime
 
 
+class RestartEntry(WireModel):
+    child: str
+    reason: str
+    at: datetime
+    down_s: float
+
+
+class ReliabilitySummary(WireModel):
+    """Totals since statistics began (infra/counters.py)."""
+
+    llm_calls: dict[str, dict[str, int]]  # kind (route | answer) -> outcome -> calls
+    llm_retries: dict[str, int]  # kind -> retries
+    fallbacks: dict[str, int]  # reason -> routings through the deterministic fallback
+    rate_limiter: dict[str, int]  # waited | gave_up
+    page_cache: dict[str, int]  # hit | miss
+    tool_resends: dict[str, int]  # task -> sent again because its worker died
+    restarts: dict[str, int]  # child of `turnout up` -> restarts by its supervisor
+    recent_restarts: list[RestartEntry]
+
+
 class OpsSummary(WireModel):
     generated_at: datetime
     queues: list[QueueSummary]
@@ -201,6 +223,7 @@ class OpsSummary(WireModel):
     reembed: ReembedSummary | None
     recent_failures: list[FailureEntry]
     series: Series
+    reliability: ReliabilitySummary
 
 
 # --------------------------------------------------------------------------- gathering
@@ -226,6 +249,8 @@ class OpsData:
     reembed: Run | None
     latency: LatencyHistograms | None
     jobs_by_source: dict[str, dict[str, int]] = field(default_factory=dict)
+    counters: list[tuple[str, dict[str, str], int]] = field(default_factory=list)
+    restarts: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def gather_ops(
@@ -257,9 +282,13 @@ async def gather_ops(
                 )
             return jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source
 
-    stats, db = await asyncio.gather(read_stats(redis, settings, QUEUES, now=now), from_db())
+    stats, db, totals, restarts = await asyncio.gather(
+        read_stats(redis, settings, QUEUES, now=now), from_db(), read_counters(redis, settings),
+        read_restarts(redis, settings),
+    )
     jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source = db
-    return OpsData(stats, jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source)
+    return OpsData(stats, jobs, llm, llm_minutes, waits, hooks, hook_minutes, reembed, latency, by_source, totals,
+                   restarts)
 
 
 # --------------------------------------------------------------------------- shaping
@@ -393,6 +422,35 @@ def _series(data: OpsData) -> Series:
     )
 
 
+def reliability_summary(data: OpsData) -> ReliabilitySummary:
+    def by(name: str, label: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for counter, labels, n in data.counters:
+            if counter == name:
+                out[labels.get(label, "")] = out.get(labels.get(label, ""), 0) + n
+        return out
+
+    calls: dict[str, dict[str, int]] = {}
+    for counter, labels, n in data.counters:
+        if counter == counters.LLM_CALLS:
+            kind = calls.setdefault(labels.get("kind", ""), {o: 0 for o in counters.LLM_OUTCOMES})
+            kind[labels.get("outcome", "")] = kind.get(labels.get("outcome", ""), 0) + n
+    return ReliabilitySummary(
+        llm_calls=calls,
+        llm_retries=by(counters.LLM_RETRIES, "kind"),
+        fallbacks=by(counters.FALLBACKS, "reason"),
+        rate_limiter={"waited": 0, "gave_up": 0, **by(counters.RATE_LIMIT, "outcome")},
+        page_cache={"hit": 0, "miss": 0, **by(counters.PAGE_CACHE, "outcome")},
+        tool_resends=by(counters.TOOL_RESENDS, "task"),
+        restarts=by(counters.SUPERVISOR_RESTARTS, "child"),
+        recent_restarts=[
+            RestartEntry(child=str(r.get("child")), reason=str(r.get("reason")),
+                         at=datetime.fromtimestamp(float(r.get("at", 0.0)), UTC), down_s=float(r.get("down_s", 0.0)))
+            for r in data.restarts
+        ],
+    )
+
+
 def summarize(data: OpsData) -> OpsSummary:
     stats = data.stats
     by_status = {s.value: data.jobs.get(s.value, 0) for s in JobStatus}
@@ -416,6 +474,7 @@ def summarize(data: OpsData) -> OpsSummary:
             for f in stats.recent_failures
         ],
         series=_series(data),
+        reliability=reliability_summary(data),
     )
 
 

@@ -7,16 +7,21 @@ client's own retries are off so the policy here is the only one.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base, wait_random_exponential
 
+from infra.counters import LLM_CALLS, LLM_RETRIES, bump
 from infra.settings import Settings
 from infra.transient import parse_retry_after, retryable_status
+
+T = TypeVar("T")
 
 
 def create_llm_client(settings: Settings, *, timeout_s: float | None = None) -> openai.AsyncOpenAI:
@@ -36,6 +41,34 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return retryable_status(exc.status_code)
     return False
+
+
+def call_outcome(exc: BaseException | None) -> str:
+    """One attempt's outcome for the metrics: ok | 429 | 5xx | timeout | unreachable | rejected."""
+    if exc is None:
+        return "ok"
+    if isinstance(exc, openai.APITimeoutError | TimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return "unreachable"
+    if isinstance(exc, openai.RateLimitError) or getattr(exc, "status_code", None) == 429:
+        return "429"
+    if isinstance(exc, openai.APIStatusError) and (exc.status_code >= 500 or exc.status_code == 408):
+        return "5xx"
+    return "rejected"
+
+
+async def counted_call(kind: str, call: Awaitable[T]) -> T:
+    """Await one HTTP attempt and count its outcome (`kind`: route | answer)."""
+    try:
+        result = await call
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:
+        bump(LLM_CALLS, kind=kind, outcome=call_outcome(exc))
+        raise
+    bump(LLM_CALLS, kind=kind, outcome="ok")
+    return result
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:
@@ -58,11 +91,17 @@ class wait_retry_after_or_jitter(wait_base):  # tenacity's naming style
         return float(self.jitter(retry_state))
 
 
-def llm_retrying(settings: Settings, *, deadline: float | None = None, **kwargs: Any) -> AsyncRetrying:
+def llm_retrying(
+    settings: Settings, *, deadline: float | None = None, counted_as: str | None = None, **kwargs: Any
+) -> AsyncRetrying:
     """`async for attempt in llm_retrying(s, deadline=t): with attempt: ...`
 
-    ``deadline`` is a ``time.monotonic()`` instant no retry may start after.
+    ``deadline`` is a ``time.monotonic()`` instant no retry may start after. ``counted_as``
+    (route | answer): every retry is counted for the metrics under that kind.
     """
+    if counted_as is not None:
+        kind = counted_as
+        kwargs.setdefault("before_sleep", lambda state: bump(LLM_RETRIES, kind=kind))
     stop: stop_base = stop_after_attempt(settings.llm_max_retries + 1)
     if deadline is not None:
         stop = stop | stop_before_delay(max(0.0, deadline - time.monotonic()))

@@ -42,6 +42,9 @@ class Limits(BaseSettings):
     total_tokens: PositiveInt = 26_000
     job_deadline_s: PositiveFloat = 120.0
     llm_call_timeout_s: PositiveFloat = 30.0
+    # Kept back from the LLM for the deterministic fallback route (capped at a quarter of the
+    # deadline): a hanging LLM ends in a fallback answer, not in limit_deadline.
+    fallback_reserve_s: PositiveFloat = 20.0
     llm_requests_per_minute: PositiveInt = 60
     llm_tokens_per_minute: PositiveInt = 200_000
     submissions_per_minute: PositiveInt = 60

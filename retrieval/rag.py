@@ -30,7 +30,7 @@ from pydantic.alias_generators import to_camel
 from infra.db.audit import AuditEvent, insert_audit_events
 from infra.db.collections import CollectionVersion, active_version, get_version
 from infra.db.rag_sources import SourceArticle, visible_sources
-from infra.llm import create_llm_client, llm_retrying
+from infra.llm import counted_call, create_llm_client, llm_retrying
 from infra.results import Language, Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
@@ -47,6 +47,9 @@ SNIPPET_CHARS = 300
 PASSAGE_CHARS = 420
 ANSWER_MAX_TOKENS = 700
 MIN_LLM_TIME_S = 1.0  # less time than this before the deadline: answer extractively at once
+# The answer call stops at least this long (and at most half the time left) before the deadline,
+# so the extractive answer still arrives in time, also inside the router fallback's short reserve.
+EXTRACTIVE_RESERVE_S = 1.5
 
 _EXTRACTIVE_HEADER = {
     "en": "Extractive answer (no language model was available): the most relevant passages, quoted from "
@@ -194,10 +197,13 @@ async def answer_question(
 
     if ctx.llm is None:
         return _extractive(selection, answer_language, coverage_limited, Usage(), "no language model is configured")
-    if deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S:
+    if deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S + EXTRACTIVE_RESERVE_S:
         return _extractive(selection, answer_language, coverage_limited, Usage(), "no time left for the language model")
 
-    call = await _call_answer_model(ctx, question, answer_language, selection, deadline)
+    llm_deadline = None
+    if deadline is not None:
+        llm_deadline = deadline - max(EXTRACTIVE_RESERVE_S, (deadline - time.monotonic()) / 2)
+    call = await _call_answer_model(ctx, question, answer_language, selection, llm_deadline)
     if job_id is not None:
         await _audit(ctx, job_id, call, language=language, answer_language=answer_language, scope=scope_ids)
     if call.answer is None:
@@ -289,19 +295,19 @@ async def _call_answer_model(
     usage = Usage()
     started = time.monotonic()
     try:
-        async for attempt in llm_retrying(settings, deadline=deadline):
+        async for attempt in llm_retrying(settings, deadline=deadline, counted_as="answer"):
             with attempt:
                 timeout = settings.limits.llm_call_timeout_s
                 if deadline is not None:
                     timeout = max(0.5, min(timeout, deadline - time.monotonic()))
                 usage.llm_calls += 1
-                response = await ctx.llm.chat.completions.create(
+                response = await counted_call("answer", ctx.llm.chat.completions.create(
                     model=settings.llm_answer_model,
                     messages=messages,  # type: ignore[arg-type]
                     temperature=0,
                     max_tokens=ANSWER_MAX_TOKENS,
                     timeout=timeout,
-                )
+                ))
                 if response.usage is not None:
                     usage.input_tokens += response.usage.prompt_tokens
                     usage.output_tokens += response.usage.completion_tokens

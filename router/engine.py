@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 import openai
 from tenacity import RetryError
 
-from infra.llm import create_llm_client, llm_retrying
+from infra.llm import counted_call, create_llm_client, llm_retrying
 from infra.settings import LLMMode, Settings
 from router.tools import ToolRegistry
 
@@ -184,7 +184,7 @@ class OpenAIEngine:
         started = time.monotonic()
         attempts = 0
         try:
-            async for attempt in llm_retrying(self.settings, deadline=request.deadline):
+            async for attempt in llm_retrying(self.settings, deadline=request.deadline, counted_as="route"):
                 with attempt:
                     attempts = attempt.retry_state.attempt_number
                     if request.before_attempt is not None:
@@ -193,7 +193,7 @@ class OpenAIEngine:
                     if timeout <= 0:
                         raise LLMUnavailable("no time left before the job's deadline for another LLM call")
                     # A per-request timeout: `with_options` would copy the client on every call.
-                    completion = await self.client.chat.completions.create(**kwargs, timeout=timeout)
+                    completion = await counted_call("route", self.client.chat.completions.create(**kwargs, timeout=timeout))
         except RetryError as exc:  # stop condition hit without an exception to re-raise
             raise LLMUnavailable(f"the LLM did not answer within {attempts} attempt(s)") from exc
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:

@@ -28,6 +28,8 @@ class JobBudget:
         self.limits = limits
         self.started = time.monotonic() if started is None else started
         self.deadline = self.started + limits.job_deadline_s
+        # LLM calls (and their retries) stop here; the rest of the deadline is the fallback's.
+        self.llm_deadline = self.deadline - min(limits.fallback_reserve_s, limits.job_deadline_s / 4)
         self.rounds = 0
         self.tool_executions = 0
         self.usage = Usage()

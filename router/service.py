@@ -23,12 +23,13 @@ from typing import Any, NoReturn, cast
 import asyncpg
 import redis.asyncio as aioredis
 
+from infra.counters import FALLBACKS, RATE_LIMIT, bump
 from infra.results import LANGUAGES, Language, QuestionResult, Usage
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
-from router.engine import Engine, EngineError, EngineRequest, OpenAIEngine, ToolIntent, Turn
+from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenAIEngine, ToolIntent, Turn
 from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, NO_TOOL_CALL, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
 from router.fallback import fallback_decision
@@ -233,7 +234,7 @@ class _Run:
             return self._refused("the question is empty", routed_by="llm")
         engine = self.deps.engine
         if engine is None:
-            return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)")
+            return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)", cause="no_llm")
         if self.cache is not None and not dry_run:
             # Most questions miss the cache: the first call's permit is asked for meanwhile. On a hit
             # it stays spent, which errs on the safe side (fewer calls than the limit, never more).
@@ -251,7 +252,8 @@ class _Run:
                 await self._fail(LIMIT_DEADLINE, f"the LLM did not answer before the job's deadline ({exc})")
             if dry_run or not self.deps.fallback_on_llm_error:
                 await self._fail(LLM_UNAVAILABLE, str(exc))
-            return await self._fallback(f"the LLM failed: {exc}")
+            cause = "llm_rejected" if isinstance(exc, LLMRejected) else "llm_unavailable"
+            return await self._fallback(f"the LLM failed: {exc}", cause=cause)
 
     async def _caller_chose(self, call: dict[str, Any], dry_run: bool) -> QuestionResult | ValidatedCall:
         """The tool was chosen outside (an MCP host's model): the same gateway checks, runs and
@@ -286,7 +288,7 @@ class _Run:
                 EngineRequest(
                     turns=turns,
                     max_output_tokens=self.budget.output_room(estimate),
-                    deadline=self.budget.deadline,
+                    deadline=self.budget.llm_deadline,
                     before_attempt=self._before_llm_call,
                 )
             )
@@ -386,8 +388,13 @@ class _Run:
             announced = True
             await self.emit("rate_limited", {"waitS": round(wait_s, 3)})
 
-        waited = await limiter.acquire(tokens, deadline=self.budget.deadline, on_wait=announce)
+        try:
+            waited = await limiter.acquire(tokens, deadline=self.budget.deadline, on_wait=announce)
+        except RateLimitDeadline:
+            bump(RATE_LIMIT, outcome="gave_up")
+            raise
         if announced:
+            bump(RATE_LIMIT, outcome="waited")
             await self.audit.record("rate_limit_wait", round=self.budget.rounds, latency_ms=waited * 1000)
 
     # ---- cache and fallback ----
@@ -407,7 +414,8 @@ class _Run:
             return None  # validation rules changed since it was cached: ask the model again
         return self._finish(await self._execute(verdict, None), "cache")
 
-    async def _fallback(self, reason: str) -> QuestionResult:
+    async def _fallback(self, reason: str, *, cause: str) -> QuestionResult:
+        bump(FALLBACKS, reason=cause)
         await self.emit("fallback", {"reason": reason})
         decision = fallback_decision(self.question, self.today, answer_language=self.req.language)
         if decision.tool is None:

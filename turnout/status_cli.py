@@ -112,6 +112,21 @@ def _facts(summary: OpsSummary) -> Table:
     table.add_row("webhooks", Text(f"pending {hooks.pending} (retrying {hooks.retrying}, delayed {hooks.delayed})  "
                                    f"delivered {hooks.delivered}  dead-lettered {hooks.dead}",
                                    style="red" if hooks.dead else ""))
+    rel = summary.reliability
+    route, answer = rel.llm_calls.get("route", {}), rel.llm_calls.get("answer", {})
+    outcomes = "  ".join(f"{o} {route.get(o, 0) + answer.get(o, 0)}" for o in ("ok", "429", "5xx", "timeout",
+                                                                              "unreachable", "rejected"))
+    table.add_row("LLM outcomes", f"{outcomes}  (retries {sum(rel.llm_retries.values())})")
+    table.add_row("fallbacks", "  ".join(f"{k} {v}" for k, v in sorted(rel.fallbacks.items())) or "none")
+    table.add_row("limiter", f"waited {rel.rate_limiter.get('waited', 0)}, gave up {rel.rate_limiter.get('gave_up', 0)}"
+                  f";  page cache hit {rel.page_cache.get('hit', 0)} / miss {rel.page_cache.get('miss', 0)}")
+    restarts = "  ".join(f"{k} {v}" for k, v in sorted(rel.restarts.items()))
+    last = rel.recent_restarts[0] if rel.recent_restarts else None
+    table.add_row("restarts", Text((restarts or "none") + (
+        f"  (last: {last.child}, {last.reason}, down {last.down_s:g}s, {last.at:%H:%M:%S} UTC)" if last else ""),
+        style="yellow" if restarts else ""))
+    if rel.tool_resends:
+        table.add_row("tasks resent", "  ".join(f"{k} {v}" for k, v in sorted(rel.tool_resends.items())))
     run = summary.reembed
     if run is None:
         table.add_row("re-embedding", "no run yet")

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import asyncpg
 from tenacity import AsyncRetrying, before_sleep_log, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
@@ -21,12 +22,20 @@ from infra.db.pool import CONNECTION_ERRORS, DatabaseUnavailable
 R = TypeVar("R")
 
 DB_ATTEMPTS = 3  # the back-off between them stays under 2 s
+# After a PostgreSQL crash (the embedded server SIGKILLed and restarted by `turnout up`) idle pool
+# connections can be left mid-protocol: the next statement on one raises asyncpg's
+# InternalClientError ("another operation is in progress"). It is a dead connection like the others.
+RETRIED: tuple[type[Exception], ...] = (*CONNECTION_ERRORS, asyncpg.InternalClientError)
 
 
-async def with_db_retries(work: Callable[[], Awaitable[R]], *, log: logging.Logger) -> R:
-    """`work()`, again on a lost connection; `DatabaseUnavailable` after `DB_ATTEMPTS` tries."""
+async def with_db_retries(
+    work: Callable[[], Awaitable[R]], *, log: logging.Logger, pool: asyncpg.Pool | None = None
+) -> R:
+    """`work()`, again on a lost connection; `DatabaseUnavailable` after `DB_ATTEMPTS` tries.
+    With ``pool``, a lost connection also retires its siblings (they died with the same server),
+    so the next try gets a fresh one instead of the next dead one."""
     retrying = AsyncRetrying(
-        retry=retry_if_exception_type(CONNECTION_ERRORS),
+        retry=retry_if_exception_type(RETRIED),
         stop=stop_after_attempt(DB_ATTEMPTS),
         wait=wait_exponential_jitter(initial=0.2, max=1.0, jitter=0.2),
         before_sleep=before_sleep_log(log, logging.WARNING),
@@ -35,10 +44,15 @@ async def with_db_retries(work: Callable[[], Awaitable[R]], *, log: logging.Logg
     try:
         async for attempt in retrying:
             with attempt:
-                return await work()
-    except CONNECTION_ERRORS as exc:
+                try:
+                    return await work()
+                except RETRIED:
+                    if pool is not None:
+                        await pool.expire_connections()
+                    raise
+    except RETRIED as exc:
         # The first error, not the failed rollback after it ("the underlying connection is closed").
-        first = exc.__context__ if isinstance(exc.__context__, CONNECTION_ERRORS) else exc
+        first = exc.__context__ if isinstance(exc.__context__, RETRIED) else exc
         raise DatabaseUnavailable(
             f"PostgreSQL unreachable over {DB_ATTEMPTS} attempts: {type(first).__name__}: {first}"
         ) from None

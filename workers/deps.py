@@ -7,6 +7,7 @@ from retrieval.rag import RagContext
 from router.service import RouterDeps
 from workers._runtime import Runtime
 from workers.executor import QueueExecutor
+from workers.lost_tasks import LostTaskWatch
 
 
 async def router_deps(rt: Runtime) -> RouterDeps:
@@ -14,7 +15,7 @@ async def router_deps(rt: Runtime) -> RouterDeps:
     deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
     if deps is None:
         deps = RouterDeps.for_settings(
-            rt.settings, pool=await rt.pool(), redis=await rt.redis(), executor=QueueExecutor()
+            rt.settings, pool=await rt.pool(), redis=await rt.redis(), executor=QueueExecutor(watch=LostTaskWatch(rt.settings)),
         )
         rt.extras["jobs.router_deps"] = deps
     return deps

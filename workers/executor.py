@@ -2,7 +2,8 @@
 
 `QueueExecutor` sends the search and RAG tasks (`workers.registry`) and awaits the results
 without blocking the event loop (send and wait run in a helper thread; the wait is woken by the
-result backend's pub/sub message, not polled). A task that could not reach PostgreSQL raises
+result backend's pub/sub message, not polled). With a `LostTaskWatch`, a task lost with its
+worker is sent again (workers/lost_tasks.py). A task that could not reach PostgreSQL raises
 `DatabaseUnavailable` here (a `ConnectionError`: transient), any other failure
 `ToolExecutionError`.
 """
@@ -19,10 +20,12 @@ from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeoutError
 from celery.result import AsyncResult
 
+from infra.counters import TOOL_RESENDS, bump
 from infra.db.pool import DatabaseUnavailable
 from infra.results import ArticlesPage, Language, NormalizedSearch
 from retrieval.rag import RagOutcome, rag_outcome_from_wire
 from router.executor import ToolExecutionError, remaining_s
+from workers.lost_tasks import CHECK_AFTER_S, CHECK_EVERY_S, MAX_RESENDS, LostTaskWatch
 from workers.registry import RAG_ANSWER, SEARCH, TaskName
 
 log = logging.getLogger("turnout.jobs")
@@ -32,12 +35,13 @@ _WAKE_CHECK_S = 1.0
 
 
 class QueueExecutor:
-    def __init__(self, app: Celery | None = None) -> None:
+    def __init__(self, app: Celery | None = None, *, watch: LostTaskWatch | None = None) -> None:
         if app is None:
             from workers.app import process_app
 
             app = process_app()
         self.app = app
+        self.watch = watch  # None: a task lost with its worker is waited for until the deadline
 
     async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
         reply = await self._call(SEARCH, q.wire(), deadline)
@@ -100,23 +104,35 @@ class QueueExecutor:
         cancelled job leaves this thread waiting until the reply or the deadline; the event loop is
         not held."""
         give_up = time.monotonic() + remaining
-        try:
+        sent: list[tuple[AsyncResult[Any], float]] = []  # every copy sent, with its time.time()
+
+        def send() -> None:
+            left = max(0.01, give_up - time.monotonic())
+            body = {**payload, "deadlineS": left} if "deadlineS" in payload else payload
             # A message nobody picked up before the deadline must not run later for nothing.
-            result = self.app.send_task(task.name, args=[payload], queue=task.queue.value, expires=remaining)
+            sent.append((self.app.send_task(task.name, args=[body], queue=task.queue.value, expires=left), time.time()))
+
+        try:
+            send()
         except Exception as exc:
             on_reply(exc, failed=True)
             return
         try:
-            on_reply(self._reply(task.name, result, give_up))
+            on_reply(self._reply(task.name, sent, give_up, send))
         except Exception as exc:
             on_reply(exc, failed=True)
         finally:
-            result.forget()
+            for result, _ in sent:
+                result.forget()
 
-    @staticmethod
-    def _reply(task: str, result: AsyncResult[Any], give_up: float) -> Any:
+    def _reply(
+        self, task: str, sent: list[tuple[AsyncResult[Any], float]], give_up: float, send: Callable[[], None]
+    ) -> Any:
+        check_at = time.monotonic() + CHECK_AFTER_S
         while True:
-            wait_s = min(_WAKE_CHECK_S, give_up - time.monotonic())
+            current, sent_at = sent[-1]
+            now = time.monotonic()
+            wait_s = min(_WAKE_CHECK_S, give_up - now)
             if wait_s <= 0:
                 raise TimeoutError(f"{task} did not finish before the job's deadline")
             try:
@@ -124,12 +140,26 @@ class QueueExecutor:
                 # intended. propagate=False: the task's own exception comes back as the value, so
                 # it can be told apart from a broker/backend failure (raised here: the job runner
                 # retries those).
-                value = result.get(timeout=wait_s, propagate=False, disable_sync_subtasks=False)
+                value = current.get(timeout=wait_s, propagate=False, disable_sync_subtasks=False)
+                result = current
                 break
             except CeleryTimeoutError:
                 # A publish lost while the pub/sub connection was re-established (Redis restart)
                 # never comes; the next get() reads the stored state first.
-                continue
+                pass
+            # An earlier copy (sent again on a false alarm) may still answer: the first reply wins.
+            earlier = next((r for r, _ in sent[:-1] if r.ready()), None)
+            if earlier is not None:
+                value, result = earlier.get(propagate=False, disable_sync_subtasks=False), earlier
+                break
+            if self.watch is not None and len(sent) <= MAX_RESENDS and time.monotonic() >= check_at:
+                check_at = time.monotonic() + CHECK_EVERY_S
+                why = self.watch.lost(current, sent_at)
+                if why is not None:
+                    log.warning("%s %s was lost (%s); sending it again", task, current.id, why)
+                    bump(TOOL_RESENDS, task=task)
+                    send()
+                    check_at = time.monotonic() + CHECK_AFTER_S
         if not result.successful():
             if isinstance(value, DatabaseUnavailable):
                 raise value  # transient: the job runner re-queues the job, the tool is not at fault

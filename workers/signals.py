@@ -21,6 +21,7 @@ from typing import Any
 import redis
 from celery import signals
 
+from infra import counters
 from infra.settings import get_settings
 from infra.status import Queue
 from workers.registry import DELIVER_WEBHOOK, RUN_JOB
@@ -177,6 +178,7 @@ def on_heartbeat(**_: Any) -> None:
     writer = _get_writer()
     now = time.time()
     _safely("worker heartbeat", writer.record_worker, _beat(), now)
+    _safely("reliability counters", counters.flush_sync, writer.client, writer.settings)
     if now - _last_depth_sample >= DEPTH_SAMPLE_EVERY_S:
         _last_depth_sample = now
         _safely("queue depth", lambda: writer.record_depths(writer.read_depths(q.value for q in Queue), now))
@@ -184,5 +186,6 @@ def on_heartbeat(**_: Any) -> None:
 
 @signals.worker_shutdown.connect
 def on_worker_shutdown(**_: Any) -> None:
+    _safely("reliability counters", counters.flush_sync, _get_writer().client, _get_writer().settings)
     if _consumer is not None:
         _safely("worker shutdown", _get_writer().forget_worker, _beat().hostname)

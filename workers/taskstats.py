@@ -462,3 +462,9 @@ def _parse_workers(raw: Mapping[bytes, bytes], now: float) -> tuple[list[WorkerI
         ))
     workers.sort(key=lambda w: w.hostname)
     return workers, stale
+
+
+def read_workers_sync(client: redis.Redis, settings: Settings, *, now: float | None = None) -> list[WorkerInfo]:
+    """`read_workers` for a thread without an event loop (the tool executor's lost-task watch)."""
+    raw: Mapping[bytes, bytes] = client.hgetall(_workers_key(settings))  # type: ignore[assignment]
+    return _parse_workers(raw, time.time() if now is None else now)[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated
@@ -10,6 +11,7 @@ from typing import Annotated
 import asyncpg
 import redis.asyncio as aioredis
 from fastapi import APIRouter, Header, Path, Query, Request
+from redis.exceptions import RedisError
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
 from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
@@ -18,6 +20,7 @@ from api.long_poll import WAIT_MAX_S, watch_until_final
 from api.routes.questions import get_producer
 from api.schemas import PageDocument, error_responses
 from api.visibility import visible_job, visible_page, visible_result
+from infra import counters
 from infra.db import jobs as jobs_db
 from infra.db.job_events import events_after
 from infra.job_document import JobDocument
@@ -163,6 +166,8 @@ async def job_page(pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
         raise ApiError(404, "page_out_of_range", f"page {n} does not exist; this result has pages 1..{last}",
                        {"totalPages": result.articles.total_pages})
     articles, source = await visible_page(pool, redis, settings, result.search, n)
+    with contextlib.suppress(RedisError, OSError):  # a metric; the page is served regardless
+        await counters.incr(redis, settings, counters.PAGE_CACHE, outcome="hit" if source == "cache" else "miss")
     search = page_filters(result.search, n).model_copy(update={"adjustments": result.search.adjustments})
     page_result = result.model_copy(update={"articles": articles, "search": search})
     return PageDocument(job_id=job_id, page=n, source=source, result=page_result)

@@ -217,6 +217,12 @@ def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], brow
     assert (m["webhooks.endpointsFailing"], m["webhooks.endpointsDisabled"]) == (
         str(hooks["endpointsFailing"]), str(hooks["endpointsDisabled"])) == ("1", "0")
     assert m["workers.alive"] == "1" and m["workers.lost"] == "0"
+    rel = summary["reliability"]  # issue 16: LLM trouble and restarts are on the dashboard
+    assert m["reliability.restarts"] == str(sum(rel["restarts"].values()))
+    assert m["reliability.fallbacks"] == str(sum(rel["fallbacks"].values()))
+    assert m["reliability.retries"] == str(sum(rel["llmRetries"].values()))
+    assert m["reliability.gaveUp"] == str(rel["rateLimiter"]["gave_up"])
+    assert m["reliability.cacheHit"] == str(rel["pageCache"]["hit"])
     run = summary["reembed"]
     assert m["reembed.processed"] == str(run["done"] + run["failed"]) == "700"
     assert m["reembed.total"] == "1200" and m["reembed.status"] == "running"

@@ -53,6 +53,18 @@ class EmbeddedPostgres:
             ) from exc
         self._postmaster_pid = self._server.get_pid()
 
+    def restart(self) -> None:
+        """Start the server again after it died (the supervisor): same data directory and socket."""
+        server = self._server
+        if server is None:
+            raise EmbeddedError("embedded PostgreSQL was never started")
+        try:
+            with server._lock:  # the library's own start path (it re-reads postmaster.pid)
+                server.ensure_postgres_running()
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, AssertionError) as exc:
+            raise EmbeddedError(f"embedded PostgreSQL did not start again: {exc}\n{self._log_tail()}") from exc
+        self._postmaster_pid = server.get_pid()
+
     def dsn(self, database: str = DATABASE) -> str:
         """A libpq/asyncpg URL over the unix socket, e.g. postgresql://postgres:@/turnout?host=/…/postgres."""
         assert self._server is not None, "start() first"

@@ -58,6 +58,16 @@ class EmbeddedRedis:
             "--logfile", "",  # to stdout, i.e. the child's log file
         ]
         self.child = Child("redis", argv, log_path=self.log_path, env=self.env).start()
+        self._wait_ready(timeout_s)
+
+    def restart(self, timeout_s: float = 20.0) -> None:
+        """Start the same server again after it died (the supervisor): same port, same data."""
+        assert self.child is not None, "start() first"
+        self.child.start()
+        self._wait_ready(timeout_s)
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        assert self.child is not None and self.port is not None
         client = redis.Redis(host=HOST, port=self.port, socket_timeout=1, socket_connect_timeout=1)
 
         def answers() -> bool:

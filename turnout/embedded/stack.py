@@ -2,8 +2,9 @@
 
 Start order: PostgreSQL (embedded unless TURNOUT_DATABASE_URL), migrations, Redis (embedded
 unless TURNOUT_REDIS_URL), first-run data, the three workers (router, front, vector), the API. "ready" is printed only
-when the API answers and the front worker has run a `turnout.maintenance.ping`. Stop order
-(Ctrl-C / SIGTERM, or a child dying): API, workers, Redis, PostgreSQL.
+when the API answers and the front worker has run a `turnout.maintenance.ping`. A child that
+dies is restarted (turnout/embedded/supervisor.py). Stop order (Ctrl-C / SIGTERM, or a child
+that keeps dying): API, workers, Redis, PostgreSQL.
 """
 
 from __future__ import annotations
@@ -320,11 +321,19 @@ class Stack:
         return "\n".join(lines)
 
     # ---- run and stop ------------------------------------------------------------------------
-    def watch(self, interval_s: float = 1.0) -> None:
-        """Block until a signal arrives (StopRequested) or a service dies (EmbeddedError)."""
-        while True:
-            self.check_children()
-            time.sleep(interval_s)
+    def watch(self, interval_s: float = 0.5) -> None:
+        """Block until a signal arrives (StopRequested) or a service keeps dying (CrashLoop); a
+        service that dies is restarted meanwhile (turnout/embedded/supervisor.py)."""
+        from turnout.embedded.supervisor import stack_supervisor
+
+        supervisor, recorder = stack_supervisor(self)
+        try:
+            while True:
+                supervisor.tick()
+                recorder.flush()
+                time.sleep(interval_s)
+        finally:
+            recorder.close()
 
     def stop(self) -> None:
         """Stop everything that was started, in order; safe to call after a failed start."""

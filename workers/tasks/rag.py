@@ -28,7 +28,7 @@ class RagPayloadError(ValueError):
     """The task payload is not a valid RagRequest (a plain ValueError survives Celery's JSON result)."""
 
 
-@turnout_task(registry.RAG_ANSWER, ignore_result=False)
+@turnout_task(registry.RAG_ANSWER, ignore_result=False, track_started=True)  # see workers/lost_tasks.py
 def answer(payload: dict[str, Any]) -> dict[str, Any]:
     """{question, language, answerLanguage, scope, scopeTruncated, deadlineS, jobId?} -> RagOutcome wire dict."""
     try:
@@ -44,7 +44,8 @@ def answer(payload: dict[str, Any]) -> dict[str, Any]:
 
     async def body(rt: Runtime) -> dict[str, Any]:
         ctx = await rag_context(rt)
-        outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log)
+        outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log,
+                                        pool=ctx.pool)
         return rag_outcome_to_wire(outcome)
 
     return run_async(body, timeout_s=limit)

@@ -24,7 +24,8 @@ SEARCH_TIME_LIMIT_S = 30.0  # a search is a few indexed queries; anything slower
 log = logging.getLogger("turnout.search")
 
 
-@turnout_task(registry.SEARCH, time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False)
+@turnout_task(registry.SEARCH, time_limit_s=SEARCH_TIME_LIMIT_S, ignore_result=False,
+              track_started=True)  # the router watches who runs it (workers/lost_tasks.py)
 def search(query: dict[str, Any]) -> dict[str, Any]:
     """NormalizedSearch wire dict in, ArticlesPage wire dict out."""
     try:
@@ -42,7 +43,7 @@ def search(query: dict[str, Any]) -> dict[str, Any]:
 
     async def body(rt: Runtime) -> dict[str, Any]:
         pool = await rt.pool()
-        page = await with_db_retries(lambda: search_articles(pool, normalized), log=log)
+        page = await with_db_retries(lambda: search_articles(pool, normalized), log=log, pool=pool)
         return page.wire()
 
     return run_async(body, timeout_s=SEARCH_TIME_LIMIT_S)
