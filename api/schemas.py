@@ -84,6 +84,11 @@ class QuestionRequest(WireModel):
 
     question: str = Field(min_length=1, description="Free text in any language; at most TURNOUT_LIMIT_QUESTION_MAX_CHARS")
     answer_language: Language | None = Field(None, description="Language of the answer; default: the question's")
+    language: Language | None = Field(
+        None,
+        description="The articles' language by default (e.g. the UI locale); default: the question's. "
+        "A language the question names ('German articles') or 'in all languages' still wins",
+    )
     page_size: int | None = Field(None, ge=1, description="Search page size (1..TURNOUT_LIMIT_PAGE_SIZE_MAX)")
     webhook_url: str | None = Field(
         None, max_length=2048, description="Receives the final job document (signed); public http(s) URLs only"
@@ -148,6 +153,7 @@ class JobDocument(WireModel):
     status: JobStatus
     question: str
     answer_language: Language | None
+    language: Language | None = Field(None, description="The client's default articles' language, if it passed one")
     page_size: int | None
     webhook_url: str | None
     attempts: int = Field(description="How many times a worker started this job")
@@ -169,6 +175,7 @@ class JobDocument(WireModel):
             status=job.status,
             question=job.question,
             answer_language=job.answer_language,  # type: ignore[arg-type]  # checked on the way in
+            language=job.language,  # type: ignore[arg-type]  # checked on the way in
             page_size=job.page_size,
             webhook_url=job.webhook_url,
             attempts=job.attempts,

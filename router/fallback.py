@@ -17,6 +17,7 @@ from typing import Any
 from infra.results import Language
 from router.dates import find_date_expectation
 from router.language import detect_language
+from router.material_language import language_cues, material_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
 
@@ -51,24 +52,6 @@ _OFF_TOPIC = _r(
     r"\b(?:weather|joke|poem|recipe|translate|stock price)\b|погод|анекдот|шутк|стих|рецепт|переведи"
     r"|\b(?:wetter|witz|gedicht|rezept|übersetze)\b"
 )
-_ANSWER_LANGUAGE = [
-    (_r(r"\b(?:answer|reply|respond)\w*\s+(?:me\s+)?in\s+(english|german|russian)\b"), None),
-    (_r(r"ответ\w*\s+(?:мне\s+)?(?:на\s+(английском|немецком|русском)|по-(английски|немецки|русски))"), None),
-    (_r(r"\b(?:antworte|antwort)\w*\s+(?:mir\s+)?(?:bitte\s+)?(?:auf|in)\s+(englisch|deutsch|russisch)\b"), None),
-    (_r(r"\bauf\s+(englisch|deutsch|russisch)\s+antworten\b"), None),
-]
-_LANGUAGE_WORDS: dict[str, Language] = {
-    "english": "en", "englisch": "en", "английском": "en", "английски": "en",
-    "german": "de", "deutsch": "de", "немецком": "de", "немецки": "de",
-    "russian": "ru", "russisch": "ru", "русском": "ru", "русски": "ru",
-}
-_MATERIAL_LANGUAGE: list[tuple[re.Pattern[str], Language]] = [
-    (_r(r"\b(?:in|auf)\s+(?:german|deutsch)\b|\bgerman\b|\bdeutsch\w*|на\s+немецком(?:\s+языке)?|немецк\w*"), "de"),
-    (_r(r"\b(?:in|auf)\s+(?:english|englisch)\b|\benglish\b|\benglisch\w*|на\s+английском(?:\s+языке)?"
-        r"|английск\w*|англоязычн\w*"), "en"),
-    (_r(r"\b(?:in|auf)\s+(?:russian|russisch)\b|\brussian\b|\brussisch\w*|на\s+русском(?:\s+языке)?"
-        r"|русск\w*|русскоязычн\w*"), "ru"),
-]
 _OLDEST = _r(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)")
 _NEWEST = _r(r"\b(?:newest|latest|most recent)\b|нов\w+|свеж\w+|\b(?:neueste\w*|aktuellste\w*)")
 _SEARCH_CUE = _r(
@@ -105,30 +88,15 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[\w.+#-]+", re.U)
 
 
-def _answer_language_request(question: str) -> tuple[Language | None, str]:
-    for pattern, _ in _ANSWER_LANGUAGE:
-        match = pattern.search(question)
-        if match:
-            word = next(g for g in match.groups() if g).casefold()
-            return _LANGUAGE_WORDS.get(word), question[: match.start()] + " " + question[match.end():]
-    return None, question
-
-
-def _material_language(question: str) -> tuple[Language | None, str]:
-    for pattern, language in _MATERIAL_LANGUAGE:
-        match = pattern.search(question)
-        if match:
-            return language, question[: match.start()] + " " + question[match.end():]
-    return None, question
-
-
 def _keywords(text: str) -> str | None:
     words = [w.strip(".-") for w in _WORD.findall(text)]
     kept = [w for w in words if w and w.casefold() not in _STOPWORDS and not _OLDEST.fullmatch(w)]
     return " ".join(kept) or None
 
 
-def fallback_decision(question: str, today: date, *, answer_language: Language | None = None) -> FallbackDecision:
+def fallback_decision(
+    question: str, today: date, *, answer_language: Language | None = None, client_language: Language | None = None
+) -> FallbackDecision:
     """The deterministic routing decision for ``question`` (arguments in the tools' wire form)."""
     text = " ".join(question.split())
     if not text:
@@ -140,9 +108,11 @@ def fallback_decision(question: str, today: date, *, answer_language: Language |
     if _OFF_TOPIC.search(text):
         return FallbackDecision(None, reason="not about the articles")
 
-    requested_answer, rest = _answer_language_request(text)
-    answer = answer_language or requested_answer or detect_language(text)
-    language, rest = _material_language(rest)
+    cues = language_cues(text)
+    written_in = detect_language(text)
+    answer = answer_language or cues.answer or written_in
+    language = material_language(cues, written_in=written_in, client=client_language)
+    rest = cues.rest
     dates = find_date_expectation(rest, today)
     if dates is not None:
         rest = rest.replace(dates.phrase, " ")

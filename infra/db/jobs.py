@@ -44,6 +44,7 @@ class JobRow:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    language: str | None = None  # the client's material language (migration 0009)
 
 
 def _job(row: asyncpg.Record) -> JobRow:
@@ -77,6 +78,7 @@ async def create_job(
     idempotency_key: str | None,
     request_hash: str,
     lease_s: float,
+    language: str | None = None,
 ) -> tuple[JobRow, bool]:
     """Insert a queued job (and its `queued` event); with an idempotency key already used, return
     that job instead. Returns (job, created). The lease is how long the job may wait for a
@@ -86,8 +88,8 @@ async def create_job(
         """
         WITH job AS (
             INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
-                              idempotency_key, request_hash, lease_expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9))
+                              idempotency_key, request_hash, lease_expires_at, language)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9), $10)
             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
             RETURNING *
         ), queued AS (
@@ -96,7 +98,7 @@ async def create_job(
         SELECT * FROM job
         """,
         new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
-        idempotency_key, request_hash, lease_s,
+        idempotency_key, request_hash, lease_s, language,
     )
     if row is not None:
         return _job(row), True

@@ -184,13 +184,14 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
 def _submitted_request(job_id: str, submitted: dict[str, Any]) -> RouteRequest:
     return RouteRequest(
         question=submitted["question"], answer_language=submitted.get("answerLanguage"),
-        page_size=submitted.get("pageSize"), job_id=job_id,
+        page_size=submitted.get("pageSize"), job_id=job_id, client_language=submitted.get("language"),
     )
 
 
 def _job_request(job: jobs_db.JobRow) -> RouteRequest:
     return RouteRequest(
-        question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id
+        question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id,
+        client_language=job.language,
     )
 
 
