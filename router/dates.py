@@ -32,6 +32,8 @@ class DateExpectation:
     # June; "last week" may be the calendar week): a range inside it is right.
     earliest_from: date | None = None
     latest_to: date | None = None
+    # "since 2024", "the last 12 months" name where the range starts, not a period to be inside of.
+    pinned_from: bool = False
 
     @property
     def period(self) -> tuple[date, date | None]:
@@ -118,7 +120,7 @@ def _rolling(match: re.Match[str], today: date, n_group: int | None, unit_group:
     start = _ago(n, unit, today)
     if start is None:
         return None
-    return DateExpectation(match.group(0), start, (today, None), tolerance_days=1)
+    return DateExpectation(match.group(0), start, (today, None), tolerance_days=1, pinned_from=True)
 
 
 def _this_year(m: re.Match[str], today: date) -> DateExpectation:
@@ -130,7 +132,9 @@ def _last_year(m: re.Match[str], today: date) -> DateExpectation:
 
 
 def _since_last_year(m: re.Match[str], today: date) -> DateExpectation:
-    return DateExpectation(m.group(0), date(today.year - 1, 1, 1), (today, None, _year_end(today.year)))
+    return DateExpectation(
+        m.group(0), date(today.year - 1, 1, 1), (today, None, _year_end(today.year)), pinned_from=True
+    )
 
 
 def _this_month(m: re.Match[str], today: date) -> DateExpectation:
@@ -146,7 +150,7 @@ def _since_year(m: re.Match[str], today: date) -> DateExpectation | None:
     year = int(m.group(1))
     if year > today.year:
         return None
-    return DateExpectation(m.group(0), date(year, 1, 1), (today, None, _year_end(today.year)))
+    return DateExpectation(m.group(0), date(year, 1, 1), (today, None, _year_end(today.year)), pinned_from=True)
 
 
 def _in_year(m: re.Match[str], today: date) -> DateExpectation | None:
@@ -439,11 +443,12 @@ def check_against_question(
     Only contradictions are rejected: bounds the wrong way round, a dateFrom in the future, or a
     range that is not inside the period a date expression of the question names. A narrower
     range inside it is right ("the first quarter of 2025" inside "2025"; March inside "spring").
+    A phrase that names a start ("since 2024", "the last 12 months") pins dateFrom to it.
     """
     if date_from is not None and date_to is not None and date_from > date_to:
-        return f"dateFrom {date_from.isoformat()} is after dateTo {date_to.isoformat()}; swap or fix them"
+        return f"dateFrom {date_from.isoformat()} is after dateTo {date_to.isoformat()}; change them (swapped?)"
     if date_from is not None and date_from > today:
-        return f"dateFrom {date_from.isoformat()} is in the future (today is {today.isoformat()})"
+        return f"dateFrom {date_from.isoformat()} is in the future (today is {today.isoformat()}); change dateFrom"
     expected = find_date_expectation(question, today)
     if expected is None:
         return None
@@ -452,7 +457,11 @@ def check_against_question(
     effective_to = min(date_to, today) if date_to is not None else None
     open_ok = None in expected.date_to_options
     problems: list[str] = []
-    if date_from is None or date_from < start or (end is not None and date_from > end):
+    pinned_off = (
+        expected.pinned_from and date_from is not None
+        and abs((date_from - expected.date_from).days) > expected.tolerance_days
+    )
+    if date_from is None or pinned_off or date_from < start or (end is not None and date_from > end):
         problems.append(f"dateFrom={date_from.isoformat() if date_from else 'omitted'}")
     if effective_to is None:
         if not open_ok:
