@@ -48,14 +48,62 @@ _SMALL_TALK = _r(
     r"|hallo|guten (?:morgen|tag|abend)|danke|wie geht'?s|moin|servus|wer bist du)"
     r"[\s!.,?)]*(?:[\w\s,!.']{0,12})[!.?]*$"
 )
+# Thanks and greetings with a short tail of their own ("Thanks, that was helpful"): still small talk
+# when the tail asks for nothing (checked against the search and question cues).
+_GREETING_START = _r(
+    r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|evening|afternoon|day)|привет|здравствуй\w*|спасибо"
+    r"|добр\w+ (?:утро|день|вечер)|hallo|guten (?:morgen|tag|abend)|danke|moin|servus)\b[\s!.,]*(.{0,40})$"
+)
+# Where an injected instruction ends: the clause it is in is dropped, the rest is routed.
+_CLAUSE_BREAK = _r(
+    r"(?<=[.!?;])\s+|,\s+|\s+(?:and then|and also|а потом|и заодно|а также|und dann|und danach|und außerdem)\s+"
+    r"|\s*</?\w+>\s*"
+)
 _OFF_TOPIC = _r(
     r"\b(?:weather|joke|poem|recipe|translate|stock price)\b|погод|анекдот|шутк|стих|рецепт|переведи"
     r"|\b(?:wetter|witz|gedicht|rezept|übersetze)\b"
 )
-_OLDEST = _r(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)")
+_OLDEST = _r(
+    r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)"
+    r"|\bfirst\s+(?:articles|posts)\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\berste[n]?\s+(?:artikel|beiträge)"
+)
 _NEWEST = _r(r"\b(?:newest|latest|most recent)\b|нов\w+|свеж\w+|\b(?:neueste\w*|aktuellste\w*)")
+_POLITE = (
+    r"(?:(?:please|kindly|bitte|пожалуйста|будьте добры)[,\s]+|(?:could|can|would)\s+you\s+(?:please\s+|kindly\s+)?"
+    r"|(?:könnten|können|kannst|könntest)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"
+    r"|(?:не\s+могли\s+бы\s+вы|можешь|можете)\s+(?:мне\s+)?)?"
+)
+# A request for a list: an imperative search verb first (after politeness), or "articles about X".
+_SEARCH_VERB = _r(
+    r"^" + _POLITE + r"(?:find|show|list|search|serch|give me|get me|look up|display"
+    r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай|подскажи\w*"
+    r"|finde|zeige?|zeig|such\w*|liste|gib|nenne)\b"
+    # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?"
+    r"|^(?:könnten|können|kannst|könntest|würden|würdest)\s+(?:sie|du)\b.*\b(?:zeigen|finden|suchen|auflisten"
+    r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
+)
+# A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
+_LISTING_QUESTION = _r(
+    r"^(?:what|which)\s+(?:was|were|got|has been|have been)\s+(?:published|posted|released|written)\b"
+    r"|^(?:any|are there|is there)\s+(?:new\s+)?(?:articles|posts|news)\b"
+    r"|^(?:что|какие\s+статьи)\s+(?:вышл\w*|опубликова\w*|выходил\w*|публиковал\w*)"
+    r"|^есть\s+ли\s+(?:статьи|посты|новости|публикации)"
+    r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+\S*\s*(?:veröffentlicht|erschienen)"
+    r"|^gibt\s+es\s+(?:neue\s+)?(?:artikel|beiträge|meldungen)"
+)
+# "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
+_ASK_VERB = _r(
+    r"^" + _POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap"
+    r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
+    r"|erkläre?|erklär|fasse|vergleiche|beschreibe)\b"
+)
+_ARTICLES_PHRASE = _r(
+    r"\b(?:articles|posts|news)\s+(?:about|on|from|in|regarding)\b"
+    r"|\b(?:стат(?:ьи|ей|ьях|ью)|посты|постов|публикаци\w*|новост\w*)\s+(?:о|об|про|на|за|по)\b"
+    r"|\b(?:artikel|beiträge|meldungen)\s+(?:über|zu|zum|zur|von|aus|auf|im|in)\b"
+)
 _SEARCH_CUE = _r(
-    r"^(?:please\s+|bitte\s+|пожалуйста,?\s+)?(?:find|show|list|search|give me|get me|look up|display"
+    r"^" + _POLITE + r"(?:find|show|list|search|give me|get me|look up|display"
     r"|найди|найти|покажи|показать|выведи|список|подбери|поищи|дай"
     r"|finde|zeige?|such\w*|liste|gib|nenne)\b"
     r"|\b(?:articles|posts)\s+(?:about|on|from|in|regarding)\b"
@@ -70,8 +118,15 @@ _ASK_CLAUSE = _r(
 _ASK_CUE = _r(
     r"\?\s*$"
     r"|^(?:what|how|why|when|which|who|does|do|is|are|can|should|explain|summari[sz]e|compare|describe|tell me)\b"
-    r"|^(?:что|как|почему|зачем|когда|какой|какая|какие|каким|кто|ли|объясни|расскажи|сравни|опиши)"
-    r"|^(?:was|wie|warum|wieso|wann|welche\w*|wer|gibt es|erkläre?|erklär|beschreibe|vergleiche)\b"
+    r"|^(?:что|как|почему|зачем|когда|какой|какая|какие|каким|кто|ли|объясни|расскажи|сравни|опиши"
+    r"|скажите|подскажите,? (?:как|что|почему))"
+    r"|^(?:was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|gibt es|erkläre?|erklär|beschreibe|vergleiche"
+    r"|inwiefern|könnten sie mir (?:bitte )?erklären)\b"
+)
+_QUESTION_FORM = _r(
+    r"^(?:what|how|why|when|which|who|does|do|did|is|are|can|should"
+    r"|что|как|почему|зачем|когда|какой|какая|какие|каким|кто|скажите|подскажите"
+    r"|was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|inwiefern)\b"
 )
 _STOPWORDS = frozenset(
     """
@@ -83,15 +138,58 @@ _STOPWORDS = frozenset(
     посвящённые посвященные дай подбери поищи которые где есть связанные с
     finde zeige zeig suche such liste gib nenne mir alle artikel beiträge meldungen news über zu zum zur von
     im in auf aus die der das den dem des bitte neueste älteste aktuelle aktuellste mit thema rund um und
+    also then а потом заодно и danach dann außerdem could would can you kindly please будьте добры покажите
+    could könnten können sie du zeig
+    """.split()
+)
+_ASK_WORDS = frozenset(
+    """
+    explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй
+    кратко erkläre erklär fasse zusammen vergleiche beschreibe
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)
 
 
-def _keywords(text: str) -> str | None:
+def _keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     words = [w.strip(".-") for w in _WORD.findall(text)]
-    kept = [w for w in words if w and w.casefold() not in _STOPWORDS and not _OLDEST.fullmatch(w)]
+    kept = [
+        w for w in words
+        if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
+    ]
     return " ".join(kept) or None
+
+
+def _without_injection(text: str) -> str | None:
+    """The question without the clauses that try to change the rules (None: nothing else left)."""
+    if not _INJECTION.search(text):
+        return text
+    kept = [c for c in _CLAUSE_BREAK.split(text) if c and c.strip() and not _INJECTION.search(c)]
+    rest = " ".join(kept).strip(" ,.;")
+    if not rest or not (_SEARCH_VERB.search(rest) or _ARTICLES_PHRASE.search(rest) or _QUESTION_FORM.search(rest)):
+        return None
+    return rest
+
+
+def _small_talk(text: str) -> bool:
+    if _SMALL_TALK.match(text) and not _SEARCH_CUE.search(text):
+        return True
+    greeting = _GREETING_START.match(text)
+    if greeting is None:
+        return False
+    tail = greeting.group(1)
+    return not (_SEARCH_VERB.search(tail) or _ARTICLES_PHRASE.search(tail) or _ASK_CUE.search(tail)
+                or _QUESTION_FORM.search(tail) or re.search(r"\b(?:stat|artik|articl|post)", tail, re.I))
+
+
+def _strip_greeting(text: str) -> str:
+    """ "Hi! Could you explain …", "спасибо, а теперь найди …": the request after the greeting."""
+    match = re.match(
+        r"^(?:hi|hello|hey|thanks|thank you|привет|здравствуй\w*|спасибо|hallo|guten tag|danke|moin|servus)\b[!.,\s]*"
+        r"(?:(?:а\s+)?теперь\s+|(?:und\s+)?jetzt\s+|now\s+)?",
+        text, re.IGNORECASE,
+    )
+    return text[match.end():] if match and match.end() < len(text) else text
 
 
 def fallback_decision(
@@ -101,40 +199,59 @@ def fallback_decision(
     text = " ".join(question.split())
     if not text:
         return FallbackDecision(None, reason="empty question")
-    if _INJECTION.search(text):
-        return FallbackDecision(None, reason="the question tries to change the rules")
-    if _SMALL_TALK.match(text) and not _SEARCH_CUE.search(text):
+    if _small_talk(text):
         return FallbackDecision(None, reason="a greeting or small talk, not a question about the articles")
-    if _OFF_TOPIC.search(text):
+    cleaned = _without_injection(text)
+    if cleaned is None:
+        return FallbackDecision(None, reason="the question tries to change the rules")
+    if _OFF_TOPIC.search(cleaned):
         return FallbackDecision(None, reason="not about the articles")
+    text = _strip_greeting(cleaned)
 
     cues = language_cues(text)
     written_in = detect_language(text)
     answer = answer_language or cues.answer or written_in
     language = material_language(cues, written_in=written_in, client=client_language)
-    rest = cues.rest
+    rest = cues.rest.strip()
     dates = find_date_expectation(rest, today)
     if dates is not None:
         rest = rest.replace(dates.phrase, " ")
     sort = "oldest" if _OLDEST.search(rest) and not _NEWEST.search(rest) else None
-
-    search_cue = bool(_SEARCH_CUE.search(rest))
-    ask_clause = _ASK_CLAUSE.search(rest)
     filters: dict[str, Any] = {
         "language": language,
         "dateFrom": dates.date_from.isoformat() if dates else None,
         "dateTo": dates.date_to.isoformat() if dates and dates.date_to else None,
         "sort": sort,
     }
-    if search_cue and ask_clause:
-        arguments = {"text": _keywords(rest[: ask_clause.start()]), **filters, "question": text,
+
+    def search(reason: str) -> FallbackDecision:
+        return FallbackDecision(SEARCH, _present({"text": _keywords(rest), **filters}), reason)
+
+    def combined(search_text: str, reason: str) -> FallbackDecision:
+        arguments = {"text": _keywords(search_text, drop=_ASK_WORDS), **filters, "question": text,
                      "answerLanguage": answer}
-        return FallbackDecision(SEARCH_AND_ASK, _present(arguments), "a search followed by a request to answer")
-    if not search_cue and _ASK_CUE.search(rest):
+        return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason)
+
+    def ask(reason: str) -> FallbackDecision:
         arguments = {"question": text, "language": language, "answerLanguage": answer}
-        return FallbackDecision(ASK, _present(arguments), "a question about the articles' content")
-    arguments = {"text": _keywords(rest), **filters}
-    return FallbackDecision(SEARCH, _present(arguments), "a request for a list of articles")
+        return FallbackDecision(ASK, _present(arguments), reason)
+
+    ask_clause = _ASK_CLAUSE.search(rest)
+    if _SEARCH_VERB.search(rest):
+        if ask_clause:
+            return combined(rest[: ask_clause.start()], "a search followed by a request to answer")
+        if cues.answer is not None:  # a list needs no answer language: something is to be answered
+            return combined(rest, "a search with an answer in a named language")
+        return search("a request for a list of articles")
+    if _LISTING_QUESTION.search(rest):
+        return search("a question asking for a list of articles")
+    if _ASK_VERB.search(rest) and _ARTICLES_PHRASE.search(rest):
+        return combined(rest, "a request to answer over the articles found")
+    if _QUESTION_FORM.search(rest) or _ASK_CUE.search(rest):
+        if dates is not None:  # the answer is scoped to the period: search it first
+            return combined(rest, "a question about a period of the articles")
+        return ask("a question about the articles' content")
+    return search("a request for a list of articles")
 
 
 def _present(arguments: dict[str, Any]) -> dict[str, Any]:

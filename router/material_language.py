@@ -89,12 +89,28 @@ def named_language(text: str) -> tuple[Language | None, str]:
     return language, before + " " + text[end:]
 
 
+# "Summarize the Russian articles about X in English": with another language named, a trailing
+# "in <language>" is the answer's.
+_TRAILING_LANGUAGE = _r(
+    r"\s+(?:in|auf)\s+(english|german|russian|englisch|deutsch|russisch)\s*[.!?]*\s*$"
+    r"|\s+(?:на\s+(английском|немецком|русском)(?:\s+языке)?|по-(английски|немецки|русски))\s*[.!?]*\s*$"
+)
+
+
 def language_cues(question: str) -> LanguageCues:
     answer, rest = answer_language_request(question)
     if _ALL_LANGUAGES.search(rest):
         return LanguageCues(None, True, answer, _ALL_LANGUAGES.sub(" ", rest))
-    named, rest = named_language(rest)
-    return LanguageCues(named, False, answer, rest)
+    named, stripped = named_language(rest)
+    if named is None and answer is None:
+        trailing = _TRAILING_LANGUAGE.search(rest)
+        if trailing is not None:
+            before = rest[: trailing.start()]
+            other, before_stripped = named_language(before)
+            if other is not None:
+                word = next(g for g in trailing.groups() if g).casefold()
+                return LanguageCues(other, False, LANGUAGE_WORDS.get(word), before_stripped)
+    return LanguageCues(named, False, answer, stripped)
 
 
 def material_language(
