@@ -368,7 +368,7 @@ _RULES: list[Rule] = [
     (_r(r"\bmitte\s+(\d{4})\b"), _part_of_year("mid")),
     (_r(r"\bende\s+(\d{4})\b"), _part_of_year("late")),
     # weeks and days
-    (_r(r"\bthis\s+week\b|на\s+этой\s+неделе|за\s+эту\s+неделю|\bdiese\s+woche\b|\bin\s+dieser\s+woche\b"),
+    (_r(r"\bthis\s+week\b|на\s+этой\s+неделе|за\s+эту\s+неделю|\bdiese\s+woche\b|\b(?:in|von|aus)\s+dieser\s+woche\b"),
      _this_week),
     (_r(r"\b(?:last|past|previous)\s+week\b|на\s+прошлой\s+неделе|за\s+прошлую\s+неделю"
         r"|\b(?:letzte|vergangene|vorige)\s+woche\b|\bin\s+der\s+(?:letzten|vergangenen)\s+woche\b"), _last_week),

@@ -41,6 +41,21 @@ _INJECTION = _r(
     r"|\b(?:hidden|unpublished|draft)\s+(?:articles?|posts?)"
     r"|(?:скрыт|неопубликованн|черновик)\w*\s+стат"
     r"|\b(?:versteckte|unveröffentlichte)\w*\s+artikel"
+    # role-play and destructive commands, drafts
+    r"|\byou\s+are\s+now\b|\bpretend\s+(?:you|to\s+be)\b|\b(?:admin|god|debug)\s+mode\b|\bno\s+restrictions\b"
+    r"|\b(?:dump|delete|drop|wipe)\s+(?:the\s+|all\s+)?(?:database|articles|tables?|everything)\b"
+    r"|\bты\s+теперь\b|представь,?\s+что\s+(?:ты|у\s+тебя)|режим\w*\s+администратор|нет\s+ограничений"
+    r"|(?:удали|сотри|очисти)\w*\s+(?:все\s+)?(?:стат|баз)"
+    r"|\bdu\s+bist\s+jetzt\b|\btu\s+so,?\s+als\b|\badmin-?modus\b|\bkeine\s+einschränkungen\b"
+    r"|\b(?:lösche|entferne)\w*\s+(?:alle\s+)?(?:artikel|datenbank)"
+    r"|\bdrafts\b|\bevery\s+draft\b|черновик\w*|\bentwürfe\w*"
+)
+# Questions about the assistant itself, not the articles.
+_META = _r(
+    r"^(?:what\s+can\s+you\s+do|who\s+(?:are|made|built)\s+you|are\s+you\s+(?:a\s+)?(?:bot|human|ai)"
+    r"|what\s+are\s+you|how\s+do\s+you\s+work)\b"
+    r"|^(?:что\s+ты\s+(?:умеешь|можешь|такое)|кто\s+тебя\s+(?:создал|сделал)|ты\s+(?:бот|человек))"
+    r"|^(?:was\s+kannst\s+du|wer\s+hat\s+dich|bist\s+du\s+(?:ein\s+)?(?:bot|mensch|ki))"
 )
 _SMALL_TALK = _r(
     r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|evening|afternoon)|how are you|who are you"
@@ -62,6 +77,11 @@ _CLAUSE_BREAK = _r(
 _OFF_TOPIC = _r(
     r"\b(?:weather|joke|poem|recipe|translate|stock price)\b|погод|анекдот|шутк|стих|рецепт|переведи"
     r"|\b(?:wetter|witz|gedicht|rezept|übersetze)\b"
+    # bookings, trivia, arithmetic: nothing the articles answer
+    r"|\b(?:hotels?|flights?|restaurants?|taxi|capital\s+of|how\s+(?:tall|high|far|old)\s+is)\b"
+    r"|\b(?:hotel|flug|flüge|restaurant|hauptstadt|wie\s+(?:hoch|weit|alt)\s+ist)\b"
+    r"|билет|гостиниц|отел[ьия]|ресторан|такси|столиц|сколько\s+будет|курс\s+(?:доллара|евро|валют)"
+    r"|\b(?:exchange\s+rate|wechselkurs)\b|(?<![\w.-])\d{1,4}\s*[+*×]\s*\d{1,4}\s*(?:=|\?|$)"
 )
 _OLDEST = _r(
     r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)"
@@ -75,7 +95,7 @@ _POLITE = (
 )
 # A request for a list: an imperative search verb first (after politeness), or "articles about X".
 _SEARCH_VERB = _r(
-    r"^" + _POLITE + r"(?:find|show|list|search|serch|give me|get me|look up|display"
+    r"^" + _POLITE + r"(?:find|show|list|search|serch|give me|get me|get|fetch|grab|pull up|look up|display"
     r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай|подскажи\w*"
     r"|finde|zeige?|zeig|such\w*|liste|gib|nenne)\b"
     # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?"
@@ -112,7 +132,8 @@ _SEARCH_CUE = _r(
 )
 _ASK_CLAUSE = _r(
     r"\b(?:and|then)\s+(?:explain|summari[sz]e|compare|tell|describe|say|answer|list what)\b"
-    r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй)"
+    r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй"
+    r"|сделай\s+(?:краткий\s+)?(?:обзор|вывод|резюме)|(?:дай|напиши)\s+(?:краткое\s+)?резюме)"
     r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche|beschreibe|sag|nenne|beantworte)"
 )
 _ASK_CUE = _r(
@@ -127,6 +148,12 @@ _QUESTION_FORM = _r(
     r"^(?:what|how|why|when|which|who|does|do|did|is|are|can|should"
     r"|что|как|почему|зачем|когда|какой|какая|какие|каким|кто|скажите|подскажите"
     r"|was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|inwiefern)\b"
+    r"|^\w+\s+ли\b"  # "поддерживает ли …": a Russian yes/no question
+    # German yes/no questions start with the verb
+    r"|^(?:ist|sind|gibt|hat|haben|kann|können|wird|werden|unterstützt|funktioniert|braucht|muss|darf|soll"
+    r"|lohnt|bietet|erlaubt)\s+(?!du\s+mir|sie\s+mir)"
+    r"|^(?:tell\s+me\s+(?:about|more)|erzähl\w*\s+(?:mir\s+)?(?:etwas\s+|mehr\s+|was\s+)?(?:über|von)"
+    r"|расскажи\w*\s+(?:мне\s+)?(?:про|о|об))\b"
 )
 _STOPWORDS = frozenset(
     """
@@ -199,7 +226,7 @@ def fallback_decision(
     text = " ".join(question.split())
     if not text:
         return FallbackDecision(None, reason="empty question")
-    if _small_talk(text):
+    if _small_talk(text) or _META.search(text):
         return FallbackDecision(None, reason="a greeting or small talk, not a question about the articles")
     cleaned = _without_injection(text)
     if cleaned is None:
