@@ -1,10 +1,12 @@
 """The degraded, deterministic route: used when no LLM is configured or the LLM keeps failing.
 
-No model: the question's language comes from lingua, dates from `router.dates` (parsed in
-code), the intent from the question's form (imperative "find/show/list" -> search; a question
--> ask; both -> combined), greetings and rule-bending requests -> refused. The decision goes
-through the same gateway as a model's, so it is validated and audited the same way. Its
-accuracy on the shipped evaluation set is the floor a model has to beat (docs/router.md).
+No model: the question's language comes from lingua, the articles' language from the seed's
+rule (`router.material_language`), dates from `router.dates` (parsed in code), the intent from
+the question's form (an imperative "find/show/list" -> search; a question -> ask; both, or a
+question about a period, or "summarize the articles about X" -> combined), greetings, meta and
+off-topic requests -> refused; an injected clause is dropped and the rest routed. The decision
+goes through the same gateway as a model's, so it is validated and audited the same way. The
+rules are tuned on the eval set's dev half only; the test half measures them (docs/router.md).
 """
 
 from __future__ import annotations
