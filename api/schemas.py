@@ -41,6 +41,11 @@ class QuestionRequest(WireModel):
 
     question: str = Field(min_length=1, description="Free text in any language; at most TURNOUT_LIMIT_QUESTION_MAX_CHARS")
     answer_language: Language | None = Field(None, description="Language of the answer; default: the question's")
+    language: Language | None = Field(
+        None,
+        description="The articles' language by default (e.g. the UI locale); default: the question's. "
+        "A language the question names ('German articles') or 'in all languages' still wins",
+    )
     page_size: int | None = Field(None, ge=1, description="Search page size (1..TURNOUT_LIMIT_PAGE_SIZE_MAX)")
     webhook_url: str | None = Field(
         None, max_length=2048, description="Receives the final job document (signed); public http(s) URLs only"

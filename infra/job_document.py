@@ -104,6 +104,7 @@ class JobDocument(WireModel):
     status: JobStatus
     question: str
     answer_language: Language | None
+    language: Language | None = Field(None, description="The client's default articles' language, if it passed one")
     page_size: int | None
     webhook_url: str | None
     attempts: int = Field(description="How many times a worker started this job")
@@ -125,6 +126,7 @@ class JobDocument(WireModel):
             status=job.status,
             question=job.question,
             answer_language=job.answer_language,  # type: ignore[arg-type]  # checked on the way in
+            language=job.language,  # type: ignore[arg-type]  # checked on the way in
             page_size=job.page_size,
             webhook_url=job.webhook_url,
             attempts=job.attempts,

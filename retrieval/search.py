@@ -48,7 +48,8 @@ class SearchArgs(BaseModel):
     )
     language: StrictStr | None = Field(
         None,
-        description="Language of the articles: ru, en or de. Omit to search all languages.",
+        description="Language of the articles: ru, en or de. Set it only when the user names one; omitted, "
+        "the router searches the question's language (every language when the user asks for all).",
         json_schema_extra={"enum": list(LANGUAGES)},
     )
     date_from: StrictStr | None = Field(

@@ -1,8 +1,11 @@
 """The evaluation harness: how well does a router (a model behind an endpoint, or the
 deterministic fallback) route a labelled question set?
 
-A case: `{"id", "question", "today", "answerLanguage"?, "tags"?, "expected": {"tool", "arguments"}}`
-(`tool` null = the router should refuse: greetings, off-topic, pure injection attempts).
+A case: `{"id", "question", "today", "answerLanguage"?, "language"?, "split"?, "tags"?,
+"expected": {"tool", "arguments"}}` (`tool` null = the router should refuse: greetings,
+off-topic, pure injection attempts; `language` = the client's default articles' language;
+`split` dev|test). The shipped set is two files: the *dev* half rules may be tuned on and the
+*test* half they never are (docs/router.md).
 Each case is decided exactly as in production (same prompt, same gateway validation and
 ERROR-correction rounds) but nothing is executed. Scoring, per case:
 - tool: the decided tool equals the expected one (null for a refusal);
@@ -10,14 +13,18 @@ ERROR-correction rounds) but nothing is executed. Scoring, per case:
   (`text`, `question`) matches when each expected key term starts a word of the value
   (case-insensitive: "Zertifikat" matches "Zertifikate"); other fields match exactly
   (omitted = the default); a label may list acceptable alternatives;
-- date bounds: both dateFrom and dateTo right, over the cases whose label has a date.
-A field or date counts as wrong when the tool was wrong.
+- date bounds: both dateFrom and dateTo right, over the cases whose label has a date;
+- language: the `language` field (the articles' language) right, over the cases with a tool;
+- refusals: refused when a refusal was expected, and refused when a tool was expected.
+A field or date counts as wrong when the tool was wrong. Everything is also broken down per
+question language (the case's ru/en/de tag) and per tag.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import statistics
 import time
@@ -30,7 +37,12 @@ from typing import Any
 from router.service import RoutingDecision
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
-SHIPPED_SET = Path(__file__).parent / "data" / "eval_questions.jsonl"
+SHIPPED_SET = Path(__file__).parent / "data" / "eval_questions.jsonl"  # the dev half
+SHIPPED_TEST_SET = Path(__file__).parent / "data" / "eval_questions_test.jsonl"
+SHIPPED_SPLITS: dict[str, tuple[Path, ...]] = {
+    "dev": (SHIPPED_SET,), "test": (SHIPPED_TEST_SET,), "all": (SHIPPED_SET, SHIPPED_TEST_SET),
+}
+LANGUAGE_TAGS = ("ru", "en", "de")
 FIELDS: dict[str, tuple[str, ...]] = {
     SEARCH: ("text", "language", "dateFrom", "dateTo", "sort"),
     ASK: ("question", "language", "answerLanguage"),
@@ -54,9 +66,24 @@ class EvalCase:
     expected_arguments: dict[str, Any]
     answer_language: str | None = None
     tags: tuple[str, ...] = ()
+    language: str | None = None  # the client's default articles' language
+    split: str | None = None
+
+    @property
+    def question_language(self) -> str:
+        return next((t for t in self.tags if t in LANGUAGE_TAGS), "other")
 
 
-def load_cases(path: Path) -> list[EvalCase]:
+def load_split(split: str) -> list[EvalCase]:
+    """The shipped cases of ``split`` (dev, test or all)."""
+    cases: list[EvalCase] = []
+    for path in SHIPPED_SPLITS[split]:
+        cases.extend(load_cases(path))
+    return cases
+
+
+def load_cases(path: Path, *, split: str | None = None) -> list[EvalCase]:
+    """The cases of one JSONL file; with ``split``, only the rows of that split."""
     cases: list[EvalCase] = []
     seen: set[str] = set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -75,14 +102,17 @@ def load_cases(path: Path) -> list[EvalCase]:
             case = EvalCase(
                 id=str(data["id"]), question=str(data["question"]), today=date.fromisoformat(data["today"]),
                 expected_tool=tool, expected_arguments=arguments, answer_language=data.get("answerLanguage"),
-                tags=tuple(data.get("tags", ())),
+                tags=tuple(data.get("tags", ())), language=data.get("language"), split=data.get("split"),
             )
+            if case.language is not None and case.language not in LANGUAGE_TAGS:
+                raise ValueError(f"language {case.language!r} is not one of ru, en, de")
         except (KeyError, TypeError, ValueError) as exc:
             raise EvalFileError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
         if case.id in seen:
             raise EvalFileError(f"{path}:{number}: duplicate id {case.id!r}")
         seen.add(case.id)
-        cases.append(case)
+        if split in (None, "all") or case.split == split:
+            cases.append(case)
     if not cases:
         raise EvalFileError(f"{path}: no cases")
     return cases
@@ -120,6 +150,9 @@ class CaseResult:
     arguments: dict[str, Any]
     error: str | None = None
     tags: tuple[str, ...] = ()
+    question_language: str = "other"
+    rounds: int = 0
+    refused: bool = False  # no tool decided (a refusal, or a failure without a tool)
 
 
 def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseResult:
@@ -135,6 +168,7 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         llm_calls=decision.usage.llm_calls, input_tokens=decision.usage.input_tokens,
         output_tokens=decision.usage.output_tokens, arguments=decision.arguments,
         error=f"{decision.error}: {decision.message}" if decision.error else None, tags=case.tags,
+        question_language=case.question_language, rounds=decision.rounds, refused=decision.tool is None,
     )
 
 
@@ -142,36 +176,72 @@ def _ratio(correct: int, total: int) -> dict[str, Any]:
     return {"correct": correct, "total": total, "accuracy": round(correct / total, 4) if total else None}
 
 
+def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..1) of already sorted values."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(q * len(sorted_values)))
+    return round(sorted_values[rank - 1], 1)
+
+
+def _per_question(total: int, n: int) -> float | None:
+    return round(total / n, 2) if n else None
+
+
+def _core(results: Sequence[CaseResult]) -> dict[str, Any]:
+    """The accuracies one group of cases is judged by (the whole run, a language, a tag)."""
+    dated = [r.dates_ok for r in results if r.dates_ok is not None]
+    languages = [r.fields["language"] for r in results if "language" in r.fields]
+    expected_refusal = [r for r in results if r.expected_tool is None]
+    expected_tool = [r for r in results if r.expected_tool is not None]
+    return {
+        "cases": len(results),
+        "toolAccuracy": _ratio(sum(r.tool_ok for r in results), len(results)),
+        "exactAccuracy": _ratio(sum(r.tool_ok and all(r.fields.values()) for r in results), len(results)),
+        "dateBoundAccuracy": _ratio(sum(bool(d) for d in dated), len(dated)),
+        "languageAccuracy": _ratio(sum(languages), len(languages)),
+        "refusals": {
+            "correct": _ratio(sum(r.refused for r in expected_refusal), len(expected_refusal)),
+            "wrong": sum(r.refused for r in expected_tool),  # refused (or failed) where a tool was due
+        },
+    }
+
+
 def summarize(results: Sequence[CaseResult]) -> dict[str, Any]:
     per_field: dict[str, list[bool]] = {}
     for r in results:
         for name, ok in r.fields.items():
             per_field.setdefault(name, []).append(ok)
-    dated = [r.dates_ok for r in results if r.dates_ok is not None]
     latencies = sorted(r.latency_ms for r in results)
-    tags: dict[str, list[bool]] = {}
+    by_tag: dict[str, list[CaseResult]] = {}
+    by_language: dict[str, list[CaseResult]] = {}
     for r in results:
+        by_language.setdefault(r.question_language, []).append(r)
         for tag in r.tags:
-            tags.setdefault(tag, []).append(r.tool_ok)
+            by_tag.setdefault(tag, []).append(r)
+    n = len(results)
+    input_tokens = sum(r.input_tokens for r in results)
+    output_tokens = sum(r.output_tokens for r in results)
     return {
-        "cases": len(results),
-        "toolAccuracy": _ratio(sum(r.tool_ok for r in results), len(results)),
-        "exactAccuracy": _ratio(sum(r.tool_ok and all(r.fields.values()) for r in results), len(results)),
+        **_core(results),
         "fieldAccuracy": {name: _ratio(sum(oks), len(oks)) for name, oks in sorted(per_field.items())},
-        "dateBoundAccuracy": _ratio(sum(bool(d) for d in dated), len(dated)),
-        "toolAccuracyByTag": {tag: _ratio(sum(oks), len(oks)) for tag, oks in sorted(tags.items())},
+        "toolAccuracyByTag": {tag: _ratio(sum(r.tool_ok for r in rs), len(rs)) for tag, rs in sorted(by_tag.items())},
+        "byLanguage": {lang: _core(rs) for lang, rs in sorted(by_language.items())},
+        "byTag": {tag: _core(rs) for tag, rs in sorted(by_tag.items())},
         "latencyMs": {
             "mean": round(statistics.fmean(latencies), 1) if latencies else None,
-            "p50": round(latencies[len(latencies) // 2], 1) if latencies else None,
-            "p95": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.95))], 1) if latencies else None,
+            "p50": _percentile(latencies, 0.5),
+            "p95": _percentile(latencies, 0.95),
             "max": round(latencies[-1], 1) if latencies else None,
         },
         "llmCalls": sum(r.llm_calls for r in results),
-        "tokens": {
-            "input": sum(r.input_tokens for r in results),
-            "output": sum(r.output_tokens for r in results),
-            "total": sum(r.input_tokens + r.output_tokens for r in results),
+        "perQuestion": {
+            "rounds": _per_question(sum(r.rounds for r in results), n),
+            "llmCalls": _per_question(sum(r.llm_calls for r in results), n),
+            "promptTokens": _per_question(input_tokens, n),
+            "outputTokens": _per_question(output_tokens, n),
         },
+        "tokens": {"input": input_tokens, "output": output_tokens, "total": input_tokens + output_tokens},
         "errors": sum(r.error is not None for r in results),
     }
 
@@ -181,15 +251,24 @@ class EvalReport:
     router: str  # "fallback" or "<model> @ <base url> (<mode>)"
     summary: dict[str, Any]
     cases: list[CaseResult] = field(default_factory=list)
+    model: str = "fallback"
+    mode: str = "deterministic"
+    split: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"router": self.router, "summary": self.summary, "cases": [asdict(c) for c in self.cases]}
+        return {
+            "router": self.router, "model": self.model, "mode": self.mode, "split": self.split,
+            "summary": self.summary, "cases": [asdict(c) for c in self.cases],
+        }
 
 
 Decide = Callable[[EvalCase], Awaitable[RoutingDecision]]
 
 
-async def run_eval(cases: Iterable[EvalCase], decide: Decide, *, router: str, concurrency: int = 1) -> EvalReport:
+async def run_eval(
+    cases: Iterable[EvalCase], decide: Decide, *, router: str, concurrency: int = 1,
+    model: str = "fallback", mode: str = "deterministic", split: str | None = None,
+) -> EvalReport:
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(case: EvalCase) -> CaseResult:
@@ -199,7 +278,9 @@ async def run_eval(cases: Iterable[EvalCase], decide: Decide, *, router: str, co
             return score(case, decision, (time.monotonic() - started) * 1000)
 
     results = await asyncio.gather(*(one(c) for c in cases))
-    return EvalReport(router=router, summary=summarize(results), cases=list(results))
+    return EvalReport(
+        router=router, summary=summarize(results), cases=list(results), model=model, mode=mode, split=split
+    )
 
 
 def _pct(ratio: dict[str, Any]) -> str:
@@ -216,6 +297,8 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
         f"tool accuracy          {_pct(s['toolAccuracy'])}",
         f"exact (tool+all args)  {_pct(s['exactAccuracy'])}",
         f"date-bound accuracy    {_pct(s['dateBoundAccuracy'])}",
+        f"language accuracy      {_pct(s['languageAccuracy'])}",
+        f"refusals               {_pct(s['refusals']['correct'])}, wrong refusals {s['refusals']['wrong']}",
         "argument accuracy per field:",
         *(f"  {name:<15} {_pct(ratio)}" for name, ratio in s["fieldAccuracy"].items()),
         "tool accuracy per tag:",
@@ -223,6 +306,7 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
         "latency ms: " + ", ".join(f"{k} {v}" for k, v in s["latencyMs"].items()),
         f"LLM calls: {s['llmCalls']}   tokens: in {s['tokens']['input']}, out {s['tokens']['output']}, "
         f"total {s['tokens']['total']}",
+        "per question: " + ", ".join(f"{k} {v}" for k, v in s["perQuestion"].items()),
     ]
     if show_misses:
         misses = [c for c in report.cases if not (c.tool_ok and all(c.fields.values()))]
@@ -232,4 +316,43 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
             wrong = [k for k, ok in c.fields.items() if not ok]
             detail = f"tool {c.actual_tool} (expected {c.expected_tool})" if not c.tool_ok else f"fields {wrong}"
             lines.append(f"  {c.id}: {detail}" + (f" [{c.error}]" if c.error else ""))
+    return "\n".join(lines)
+
+
+def _cell(ratio: dict[str, Any]) -> str:
+    return "-" if ratio["accuracy"] is None else f"{ratio['accuracy'] * 100:.1f}% ({ratio['correct']}/{ratio['total']})"
+
+
+def render_markdown(reports: Sequence[EvalReport]) -> str:
+    """One row per report (model x mode x split), then one row per question language of each."""
+    head = (
+        "| model | mode | split | group | cases | tool | all args | dates | language | refusals | "
+        "p50 ms | p95 ms | rounds/q | prompt tok/q | output tok/q |"
+    )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for report in reports:
+        s = report.summary
+        groups: list[tuple[str, dict[str, Any]]] = [("all", s), *s["byLanguage"].items()]
+        for name, g in groups:
+            per_q = s["perQuestion"] if name == "all" else None
+            lat = s["latencyMs"] if name == "all" else None
+            lines.append(
+                f"| {report.model} | {report.mode} | {report.split or '-'} | {name} | {g['cases']} | "
+                f"{_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | {_cell(g['dateBoundAccuracy'])} | "
+                f"{_cell(g['languageAccuracy'])} | {_cell(g['refusals']['correct'])} | "
+                f"{lat['p50'] if lat else ''} | {lat['p95'] if lat else ''} | "
+                f"{per_q['rounds'] if per_q else ''} | {per_q['promptTokens'] if per_q else ''} | "
+                f"{per_q['outputTokens'] if per_q else ''} |"
+            )
+    return "\n".join(lines)
+
+
+def render_tag_markdown(report: EvalReport) -> str:
+    """Per tag: tool, all-argument, date and language accuracy."""
+    lines = ["| tag | cases | tool | all args | dates | language |", "|---|---|---|---|---|---|"]
+    for tag, g in report.summary["byTag"].items():
+        lines.append(
+            f"| {tag} | {g['cases']} | {_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | "
+            f"{_cell(g['dateBoundAccuracy'])} | {_cell(g['languageAccuracy'])} |"
+        )
     return "\n".join(lines)

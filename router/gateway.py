@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -27,6 +27,7 @@ from router.audit import AuditTrail
 from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import ToolExecutionError, ToolExecutor
+from router.material_language import language_cues, material_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
 
@@ -114,6 +115,7 @@ class CallValidator:
         user_language: Language,
         page_size: int | None = None,
         answer_language: Language | None = None,
+        client_language: Language | None = None,
     ) -> None:
         self.registry = registry
         self.limits = limits
@@ -122,6 +124,22 @@ class CallValidator:
         self.user_language = user_language
         self.page_size = page_size  # the client's choice wins over the model's
         self.answer_language = answer_language  # the client's choice wins over the model's
+        self.client_language = client_language  # the material language's default, over the question's
+        self.language_cues = language_cues(question)
+
+    def _with_language(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments with the material language the seed's rule gives (router.material_language).
+        A value that is not a language is left for the normalization to reject with its reason."""
+        out = dict(args)
+        proposed = out.get("language")
+        if proposed is not None and not (isinstance(proposed, str) and proposed.strip().casefold() in _LANGUAGES):
+            return out
+        resolved = material_language(
+            self.language_cues, written_in=self.user_language, client=self.client_language,
+            proposed=proposed.strip().casefold() if isinstance(proposed, str) else None,  # type: ignore[arg-type]
+        )
+        out["language"] = resolved
+        return out
 
     def validate(self, name: str, raw: str | Mapping[str, Any]) -> ValidatedCall | Rejection:
         parsed = parse_arguments(raw)
@@ -151,7 +169,7 @@ class CallValidator:
         return self.answer_language or requested or self.user_language
 
     def _search(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
-        raw = dict(args)
+        raw = self._with_language(args)
         if self.page_size is not None:
             raw["pageSize"] = self.page_size
         normalized = self._normalize(SEARCH, raw)
@@ -179,7 +197,7 @@ class CallValidator:
         if isinstance(ask, Rejection):
             return ask
         return ValidatedCall(
-            ASK, args, question=ask.question, language=ask.language,
+            ASK, args, question=ask.question, language=self._with_language({"language": ask.language})["language"],
             answer_language=self._answer_language(ask.answerLanguage),
         )
 
@@ -192,7 +210,7 @@ class CallValidator:
                 SEARCH_AND_ASK, args,
                 f"{SEARCH_AND_ASK}: unknown argument {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}",
             )
-        search_raw = {k: v for k, v in args.items() if k in search_keys}
+        search_raw = self._with_language({k: v for k, v in args.items() if k in search_keys})
         # The combined tool always answers from page 1 of the job's page size.
         search_raw.update(page=1, pageSize=self.page_size or self.limits.page_size_default)
         normalized = self._normalize(SEARCH_AND_ASK, search_raw)
@@ -208,6 +226,7 @@ class CallValidator:
         )
 
 
+_LANGUAGES = frozenset(get_args(Language))
 _NO_ARTICLES = "No published articles match these filters."
 
 

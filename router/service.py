@@ -64,10 +64,18 @@ class RouteRequest:
     today: date | None = None  # default: today in UTC
     # {tool, arguments} chosen by the caller (an MCP host's model): the gateway checks and runs it, no LLM.
     tool_call: dict[str, Any] | None = None
+    # The articles' language by default (a UI locale); a language the question names wins over it.
+    client_language: str | None = None
 
     def __post_init__(self) -> None:
         if self.answer_language is not None and self.answer_language not in LANGUAGES:
             raise ValueError(f"answer_language {self.answer_language!r} is not one of {', '.join(LANGUAGES)}")
+        if self.client_language is not None and self.client_language not in LANGUAGES:
+            raise ValueError(f"language {self.client_language!r} is not one of {', '.join(LANGUAGES)}")
+
+    @property
+    def material_language(self) -> Language | None:
+        return cast(Language | None, self.client_language)
 
     @property
     def language(self) -> Language | None:
@@ -142,12 +150,15 @@ def decide_fallback(settings: Settings, req: RouteRequest, registry: ToolRegistr
     """The deterministic route's decision for ``req`` (no I/O)."""
     today = req.today or datetime.now(UTC).date()
     question = " ".join(req.question.split())
-    decision = fallback_decision(question, today, answer_language=req.language)
+    decision = fallback_decision(
+        question, today, answer_language=req.language, client_language=req.material_language
+    )
     if decision.tool is None:
         return RoutingDecision(None, {}, "fallback", Usage(), refused=decision.reason)
     validator = CallValidator(
         registry or default_registry(), settings.limits, today=today, question=question,
         user_language=detect_language(question), page_size=req.page_size, answer_language=req.language,
+        client_language=req.material_language,
     )
     verdict = validator.validate(decision.tool, decision.arguments)
     if isinstance(verdict, Rejection):
@@ -178,6 +189,7 @@ class _Run:
         self.validator = CallValidator(
             deps.registry, self.settings.limits, today=self.today, question=self.question,
             user_language=self.user_language, page_size=req.page_size, answer_language=req.language,
+            client_language=req.material_language,
         )
         self.gateway = Gateway(self.validator, deps.executor, self.audit)
         self.cache = (
@@ -417,7 +429,9 @@ class _Run:
     async def _fallback(self, reason: str, *, cause: str) -> QuestionResult:
         bump(FALLBACKS, reason=cause)
         await self.emit("fallback", {"reason": reason})
-        decision = fallback_decision(self.question, self.today, answer_language=self.req.language)
+        decision = fallback_decision(
+            self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
+        )
         if decision.tool is None:
             await self.audit.record("fallback", outcome="refused", error=f"{reason}; {decision.reason}")
             return self._refused(decision.reason, routed_by="fallback")

@@ -43,7 +43,8 @@ class AskArgs(BaseModel):
     )
     language: Language | None = Field(
         default=None,
-        description="Only use articles in this language (ru, en, de). Omit unless the user names one.",
+        description="The articles' language (ru, en, de) when the user names one; omitted, the articles in "
+        "the question's language are used (all languages only when the user says so).",
     )
     answerLanguage: Language | None = Field(  # the wire name, as the model sees it
         default=None,
@@ -193,7 +194,8 @@ def combined_args_schema(search_schema: Mapping[str, Any]) -> dict[str, Any]:
 
 SEARCH_DESCRIPTION = (
     "Find articles and return them as a filtered, paginated list. Use it when the user wants to see "
-    "articles (find, show, list), optionally filtered by keywords, the articles' language and a date range."
+    "articles (find, show, list), optionally filtered by keywords, the articles' language and a date range. "
+    "The articles' language defaults to the question's; set it only when the user names one."
 )
 ASK_DESCRIPTION = (
     "Answer a question from the content of the articles (retrieval-augmented answer with sources). "
@@ -201,7 +203,8 @@ ASK_DESCRIPTION = (
 )
 SEARCH_AND_ASK_DESCRIPTION = (
     "First find articles with filters (keywords, language, date range), then answer a question or "
-    "summarize/compare using only the articles found. Use it when the user wants both."
+    "summarize/compare using only the articles found. Use it when the user wants both, or asks about "
+    "a period (\"what changed in 2025?\"). The articles' language defaults to the question's."
 )
 
 

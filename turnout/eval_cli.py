@@ -6,6 +6,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,17 @@ from pydantic import SecretStr
 from infra.results import ArticlesPage, Language, NormalizedSearch
 from infra.settings import ConfigError, LLMMode, Settings, get_settings
 from router.engine import OpenAIEngine
-from router.eval import SHIPPED_SET, EvalCase, EvalFileError, EvalReport, load_cases, render_text, run_eval
+from router.eval import (
+    EvalCase,
+    EvalFileError,
+    EvalReport,
+    load_cases,
+    load_split,
+    render_markdown,
+    render_tag_markdown,
+    render_text,
+    run_eval,
+)
 from router.service import RouterDeps, RouteRequest, RoutingDecision, decide_fallback, decide_question
 from router.tools import default_registry
 
@@ -35,24 +46,42 @@ class DecisionOnly:
 
 
 def _request(case: EvalCase) -> RouteRequest:
-    return RouteRequest(question=case.question, answer_language=case.answer_language, today=case.today)
+    return RouteRequest(
+        question=case.question, answer_language=case.answer_language, today=case.today,
+        client_language=case.language,
+    )
+
+
+def _cases(path: Path | None, split: str, limit: int | None) -> list[EvalCase]:
+    cases = load_split(split) if path is None else load_cases(path, split=split)
+    return cases[:limit]
 
 
 async def evaluate(
-    path: Path,
+    path: Path | None,
     settings: Settings,
     *,
     fallback: bool,
     mode: LLMMode | None = None,
     concurrency: int = 1,
     limit: int | None = None,
+    split: str = "all",
 ) -> EvalReport:
-    cases = load_cases(path)[:limit]
+    """Score one router on ``path`` (None: the shipped set's ``split``). A new router to compare
+    (a local model, another endpoint) is one more branch that builds settings and calls
+    `_evaluate_llm`: the scoring, the report and the tables do not change."""
+    cases = _cases(path, split, limit)
     if fallback:
         async def decide_fb(case: EvalCase) -> RoutingDecision:
             return decide_fallback(settings, _request(case))
 
-        return await run_eval(cases, decide_fb, router="fallback (deterministic)")
+        return await run_eval(cases, decide_fb, router="fallback (deterministic)", split=split)
+    return await _evaluate_llm(cases, settings, mode=mode, concurrency=concurrency, split=split)
+
+
+async def _evaluate_llm(
+    cases: list[EvalCase], settings: Settings, *, mode: LLMMode | None, concurrency: int, split: str
+) -> EvalReport:
     if not settings.llm_configured:
         raise ConfigError("no LLM endpoint: pass --base-url (or set TURNOUT_LLM_BASE_URL), or use --fallback")
     registry = default_registry()
@@ -67,25 +96,40 @@ async def evaluate(
 
     router = f"{engine.model} @ {settings.llm_base_url} ({engine.mode.value})"
     try:
-        return await run_eval(cases, decide, router=router, concurrency=concurrency)
+        return await run_eval(
+            cases, decide, router=router, concurrency=concurrency, model=engine.model, mode=engine.mode.value,
+            split=split,
+        )
     finally:
         await engine.client.close()
 
 
+class Split(StrEnum):
+    dev = "dev"
+    test = "test"
+    all = "all"
+
+
 def eval_command(
     file: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="labelled JSONL set")
-    ] = SHIPPED_SET,
+        Path | None,
+        typer.Argument(exists=True, dir_okay=False, readable=True, help="labelled JSONL set (default: the shipped set)"),
+    ] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible /v1 URL (default TURNOUT_LLM_BASE_URL)")] = None,
     model: Annotated[str | None, typer.Option(help="router model (default TURNOUT_LLM_ROUTER_MODEL)")] = None,
     api_key: Annotated[str | None, typer.Option(envvar="TURNOUT_LLM_API_KEY", show_envvar=False)] = None,
     mode: Annotated[LLMMode | None, typer.Option(help="loop mode (default TURNOUT_LLM_MODE)")] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="evaluate the deterministic fallback router")] = False,
+    split: Annotated[Split, typer.Option(help="the shipped set's half: dev (tuned on), test (held out) or all")] = (
+        Split.all
+    ),
     json_output: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown tables (per language, per tag)")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="cases decided in parallel")] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="only the first N cases")] = None,
 ) -> None:
-    """Measure routing accuracy on a labelled question set (tool, arguments, dates, latency, tokens)."""
+    """Measure routing on a labelled set: tool, per-field arguments, dates, language, refusals,
+    latency, rounds and tokens, per language and tag."""
     base = get_settings()
     update: dict[str, object] = {}
     if base_url:
@@ -97,7 +141,9 @@ def eval_command(
     settings = base.model_copy(update=update)
     try:
         report = asyncio.run(
-            evaluate(file, settings, fallback=fallback, mode=mode, concurrency=concurrency, limit=limit)
+            evaluate(
+                file, settings, fallback=fallback, mode=mode, concurrency=concurrency, limit=limit, split=split.value
+            )
         )
     except EvalFileError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -105,5 +151,7 @@ def eval_command(
     if json_output:
         json.dump(report.to_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")
+    elif markdown:
+        typer.echo(render_markdown([report]) + "\n\n" + render_tag_markdown(report))
     else:
         typer.echo(render_text(report))

@@ -43,7 +43,7 @@ def send_run_job(
     app: Celery, settings: Settings, job_id: str, *, countdown: float | None = None,
     submitted: dict[str, Any] | None = None,
 ) -> bool:
-    """`submitted`: the question as stored with the job ({question, answerLanguage, pageSize}), so
+    """`submitted`: the question as stored with the job ({question, answerLanguage, pageSize, language}), so
     the runner can start routing while it claims the job; without it the runner reads it first."""
     try:
         app.send_task(

@@ -36,7 +36,10 @@ def get_producer(request: Request) -> Producer:
 
 
 def request_hash(body: QuestionRequest) -> str:
-    canonical = json.dumps(body.model_dump(mode="json", by_alias=True), sort_keys=True, separators=(",", ":"))
+    data = body.model_dump(mode="json", by_alias=True)
+    if data.get("language") is None:  # absent as before the field existed: stored hashes stay valid
+        data.pop("language", None)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -153,14 +156,15 @@ async def submit_question(
         job, created = await jobs_db.create_job(
             conn, api_key_id=key.id, question=body.question, answer_language=body.answer_language,
             page_size=body.page_size, webhook_url=body.webhook_url, idempotency_key=idempotency_key,
-            request_hash=digest, lease_s=settings.job_lease_s,
+            request_hash=digest, lease_s=settings.job_lease_s, language=body.language,
         )
     if not created:  # a concurrent request with the same key won the insert
         return await replay(job)
     # Watched before the message is sent, so the job's end cannot come before the watch.
     with job_events.watch(job.id, final_only=True) if wait_s else contextlib.nullcontext() as watch:
         # After the row is committed; if this send fails the sweeper sends it once the lease passes.
-        submitted = {"question": job.question, "answerLanguage": job.answer_language, "pageSize": job.page_size}
+        submitted = {"question": job.question, "answerLanguage": job.answer_language, "pageSize": job.page_size,
+                     "language": job.language}
         await asyncio.to_thread(
             functools.partial(send_run_job, get_producer(request), settings, job.id, submitted=submitted)
         )

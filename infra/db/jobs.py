@@ -48,6 +48,7 @@ class JobRow:
     source: str = "http"  # "http" | "mcp" (migration 0008)
     client: str | None = None  # the MCP client's "name/version"
     tool_call: dict[str, Any] | None = None  # {tool, arguments}: the caller chose the tool (MCP)
+    language: str | None = None  # the client's material language (migration 0009)
 
 
 def _job(row: asyncpg.Record) -> JobRow:
@@ -86,6 +87,7 @@ async def create_job(
     source: str = "http",
     client: str | None = None,
     tool_call: dict[str, Any] | None = None,
+    language: str | None = None,
 ) -> tuple[JobRow, bool]:
     """Insert a queued job (and its `queued` event); with an idempotency key already used, return
     that job instead. Returns (job, created). The lease is how long the job may wait for a
@@ -95,8 +97,9 @@ async def create_job(
         """
         WITH job AS (
             INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
-                              idempotency_key, request_hash, lease_expires_at, source, client, tool_call)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9), $10, $11, $12)
+                              idempotency_key, request_hash, lease_expires_at, source, client, tool_call,
+                              language)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9), $10, $11, $12, $13)
             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
             RETURNING *
         ), queued AS (
@@ -106,7 +109,7 @@ async def create_job(
         """,
         new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
         idempotency_key, request_hash, lease_s, source, client,
-        json.dumps(tool_call) if tool_call is not None else None,
+        json.dumps(tool_call) if tool_call is not None else None, language,
     )
     if row is not None:
         return _job(row), True

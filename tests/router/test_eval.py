@@ -6,16 +6,33 @@ import json
 import os
 import subprocess
 import sys
+from datetime import date
 from typing import Any
 
+from infra.results import Usage
 from infra.settings import Settings
-from router.eval import SHIPPED_SET, EvalCase, load_cases
+from router.eval import (
+    SHIPPED_SET,
+    EvalCase,
+    EvalReport,
+    load_cases,
+    load_split,
+    render_markdown,
+    render_tag_markdown,
+    score,
+    summarize,
+)
+from router.gateway import CallValidator, ValidatedCall
+from router.language import detect_language
+from router.service import RoutingDecision
+from router.tools import default_registry
 from tests.support.llm_server import ScriptedLLM, Step, Text, ToolCall
 from tests.support.services import REPO_ROOT
 from turnout.eval_cli import evaluate
 
 WRONG_TOOL = "en-search-01"  # answered with AskArticles
-WRONG_LANGUAGE = "de-search-02"  # answered with language "de" instead of "en"
+WRONG_LANGUAGE = "de-search-03"  # answered with language "en"; the question names none (its own, "de", is right)
+CORRECTED_LANGUAGE = "de-search-02"  # answered with "de", but the question names English: the gateway runs "en"
 
 
 def _first(value: Any) -> Any:
@@ -30,6 +47,8 @@ def label_answer(case: EvalCase) -> Step:
     if case.id == WRONG_TOOL:
         return ToolCall("AskArticles", {"question": case.question})
     if case.id == WRONG_LANGUAGE:
+        arguments["language"] = "en"
+    if case.id == CORRECTED_LANGUAGE:
         arguments["language"] = "de"
     return ToolCall(case.expected_tool, arguments)
 
@@ -47,12 +66,19 @@ def script_from_labels(llm: ScriptedLLM) -> list[EvalCase]:
 
 
 def test_shipped_set_is_large_and_covers_every_kind() -> None:
-    cases = load_cases(SHIPPED_SET)
-    assert len(cases) >= 60
-    tags = {t for c in cases for t in c.tags}
-    assert {"ru", "en", "de", "search", "ask", "combined", "relative-date", "cross-language", "no-tool",
-            "injection"} <= tags
-    assert {c.expected_tool for c in cases} == {"SearchArticles", "AskArticles", "SearchAndAskArticles", None}
+    dev, test = load_split("dev"), load_split("test")
+    assert len(dev) + len(test) >= 240 and len(dev) >= 100 and len(test) >= 120
+    assert {c.split for c in dev} == {"dev"} and {c.split for c in test} == {"test"}
+    assert not {c.id for c in dev} & {c.id for c in test}
+    assert not {c.question for c in dev} & {c.question for c in test}
+    for half in (dev, test):
+        tags = {t for c in half for t in c.tags}
+        assert {"ru", "en", "de", "search", "ask", "combined", "relative-date", "date", "cross-language", "no-tool",
+                "injection", "all-languages", "client-language", "typo", "synonym", "mixed-script"} <= tags
+        assert {c.expected_tool for c in half} == {"SearchArticles", "AskArticles", "SearchAndAskArticles", None}
+    for language in ("ru", "en", "de"):
+        assert sum(c.question_language == language for c in dev + test) >= 80
+    assert load_cases(SHIPPED_SET) == dev
 
 
 async def test_harness_scores_a_scripted_endpoint_from_the_labels(llm: ScriptedLLM, settings: Settings) -> None:
@@ -74,7 +100,10 @@ async def test_harness_scores_a_scripted_endpoint_from_the_labels(llm: ScriptedL
     assert s["tokens"]["input"] == 120 * (n - refusals) + 100 * refusals
     assert s["latencyMs"]["p50"] is not None and s["latencyMs"]["max"] >= s["latencyMs"]["p50"]
     misses = {c.id for c in report.cases if not (c.tool_ok and all(c.fields.values()))}
-    assert misses == {WRONG_TOOL, WRONG_LANGUAGE}
+    assert misses == {WRONG_TOOL, WRONG_LANGUAGE}  # every label's language is what the gateway runs
+    corrected = next(c for c in report.cases if c.id == CORRECTED_LANGUAGE)
+    assert corrected.arguments["language"] == "en" and corrected.fields["language"]
+    assert s["languageAccuracy"]["correct"] == s["languageAccuracy"]["total"] - 2
 
 
 async def test_harness_counts_corrections_and_failures(llm: ScriptedLLM, settings: Settings, tmp_path: Any) -> None:
@@ -121,10 +150,11 @@ def test_cli_against_the_scripted_endpoint(llm: ScriptedLLM) -> None:
 
 def test_cli_fallback_router_makes_no_llm_call(llm: ScriptedLLM) -> None:
     llm.fail_every_call("the fallback evaluation must not call the LLM")
-    report = _cli("--fallback", "--json")
+    report = _cli("--fallback", "--json", "--split", "test")
     summary = report["summary"]
-    assert summary["cases"] >= 60 and summary["llmCalls"] == 0
-    assert 0.5 < summary["toolAccuracy"]["accuracy"] < 1.0  # a floor, not a perfect router
+    assert summary["cases"] == len(load_split("test")) and summary["llmCalls"] == 0
+    assert report["split"] == "test" and report["model"] == "fallback"
+    assert summary["toolAccuracy"]["accuracy"] >= 0.85  # issue 15's bar for the held-out half
     assert summary["dateBoundAccuracy"]["total"] > 15
     assert llm.chat_requests == []
     text = subprocess.run(
@@ -132,3 +162,90 @@ def test_cli_fallback_router_makes_no_llm_call(llm: ScriptedLLM) -> None:
         capture_output=True, text=True, timeout=180,
     ).stdout
     assert "tool accuracy" in text and "date-bound accuracy" in text and "latency ms" in text
+    assert "language accuracy" in text and "refusals" in text
+
+
+def _decision(tool: str | None, arguments: dict[str, Any], *, rounds: int = 1, tokens: tuple[int, int] = (0, 0),
+              error: str | None = None) -> RoutingDecision:
+    usage = Usage(llm_calls=rounds, input_tokens=tokens[0], output_tokens=tokens[1],
+                  total_tokens=tokens[0] + tokens[1])
+    return RoutingDecision(tool, arguments, "llm", usage, rounds, error=error, message="m" if error else None)
+
+
+def test_metrics_on_a_tiny_handmade_set() -> None:
+    today = date(2026, 9, 15)
+
+    def case(id: str, tags: tuple[str, ...], tool: str | None, arguments: dict[str, Any]) -> EvalCase:
+        return EvalCase(id=id, question=id, today=today, expected_tool=tool, expected_arguments=arguments, tags=tags)
+
+    cases_and_decisions = [
+        # right tool, right language, right dates
+        (case("a", ("en", "search", "date"), "SearchArticles",
+              {"text": "Ruby", "language": "en", "dateFrom": "2025-01-01", "dateTo": "2025-12-31"}),
+         _decision("SearchArticles", {"text": "Ruby 3.4", "language": "en", "dateFrom": "2025-01-01",
+                                      "dateTo": "2025-12-31", "sort": "newest"}, tokens=(100, 10)), 10.0),
+        # right tool, wrong language, dateTo wrong
+        (case("b", ("ru", "search", "date"), "SearchArticles",
+              {"text": "Ruby", "language": "ru", "dateFrom": "2025-01-01", "dateTo": "2025-03-31"}),
+         _decision("SearchArticles", {"text": "Ruby", "language": None, "dateFrom": "2025-01-01",
+                                      "dateTo": "2025-12-31"}, rounds=2, tokens=(300, 30)), 20.0),
+        # wrong tool: every field wrong, language counted wrong
+        (case("c", ("de", "ask"), "AskArticles", {"question": "OCSP", "language": "de", "answerLanguage": "de"}),
+         _decision("SearchArticles", {"text": "OCSP", "language": "de"}, tokens=(100, 10)), 30.0),
+        # a refusal expected and made
+        (case("d", ("en", "no-tool"), None, {}), _decision(None, {}, tokens=(80, 5)), 40.0),
+        # a tool expected, but no tool (a failure): a wrong refusal
+        (case("e", ("de", "search"), "SearchArticles", {"text": "Ruby", "language": "de"}),
+         _decision(None, {}, rounds=3, tokens=(420, 45), error="no_tool_call"), 1000.0),
+    ]
+    results = [score(c, d, latency) for c, d, latency in cases_and_decisions]
+    s = summarize(results)
+
+    assert s["toolAccuracy"] == {"correct": 3, "total": 5, "accuracy": 0.6}
+    assert s["exactAccuracy"]["correct"] == 2  # a and d
+    assert s["dateBoundAccuracy"] == {"correct": 1, "total": 2, "accuracy": 0.5}
+    assert s["languageAccuracy"] == {"correct": 1, "total": 4, "accuracy": 0.25}
+    assert s["fieldAccuracy"]["text"] == {"correct": 2, "total": 3, "accuracy": 0.6667}  # "Ruby" starts "Ruby 3.4"
+    assert s["fieldAccuracy"]["sort"] == {"correct": 2, "total": 3, "accuracy": 0.6667}  # "newest" = omitted
+    assert s["fieldAccuracy"]["question"] == {"correct": 0, "total": 1, "accuracy": 0.0}
+    assert s["refusals"] == {"correct": {"correct": 1, "total": 1, "accuracy": 1.0}, "wrong": 1}
+    assert s["latencyMs"]["p50"] == 30.0 and s["latencyMs"]["p95"] == 1000.0 and s["latencyMs"]["max"] == 1000.0
+    assert s["perQuestion"] == {"rounds": 1.6, "llmCalls": 1.6, "promptTokens": 200.0, "outputTokens": 20.0}
+    assert s["errors"] == 1
+
+    by_language = s["byLanguage"]
+    assert set(by_language) == {"en", "ru", "de"}
+    assert by_language["en"]["toolAccuracy"]["correct"] == 2 and by_language["en"]["cases"] == 2
+    assert by_language["ru"]["languageAccuracy"]["accuracy"] == 0.0
+    assert by_language["de"]["toolAccuracy"] == {"correct": 0, "total": 2, "accuracy": 0.0}
+    assert s["byTag"]["date"]["dateBoundAccuracy"]["correct"] == 1 and s["byTag"]["search"]["cases"] == 3
+
+    report = EvalReport(router="r", summary=s, cases=results, model="m1", mode="json_schema", split="test")
+    table = render_markdown([report]).splitlines()
+    assert table[0].startswith("| model | mode | split | group |") and len(table) == 2 + 4  # all + 3 languages
+    assert table[2].startswith("| m1 | json_schema | test | all | 5 | 60.0% (3/5) | 40.0% (2/5) | 50.0% (1/2) |")
+    assert "| de | 2 | 0.0% (0/2) |" in table[3]
+    assert "| date | 2 |" in render_tag_markdown(report)
+    assert json.loads(json.dumps(report.to_json(), default=str))["split"] == "test"
+
+
+def test_every_label_is_what_the_gateway_would_run() -> None:
+    """A perfect router's call for each label, validated and normalized by the gateway (the
+    seed's language rule, the date check), scores right on every field: labels and rules agree."""
+    registry, limits = default_registry(), Settings().limits
+    for case in load_split("all"):
+        if case.expected_tool is None:
+            continue
+        step = label_answer(case) if case.id not in (WRONG_TOOL, WRONG_LANGUAGE, CORRECTED_LANGUAGE) else None
+        if not isinstance(step, ToolCall):
+            continue
+        question = " ".join(case.question.split())
+        validator = CallValidator(
+            registry, limits, today=case.today, question=question, user_language=detect_language(question),
+            answer_language=case.answer_language, client_language=case.language,  # type: ignore[arg-type]
+        )
+        verdict = validator.validate(step.name, step.arguments)
+        assert isinstance(verdict, ValidatedCall), (case.id, verdict)
+        decision = RoutingDecision(verdict.tool, verdict.normalized_arguments(), "llm", Usage())
+        result = score(case, decision, 0.0)
+        assert result.tool_ok and all(result.fields.values()), (case.id, result.fields, result.arguments)

@@ -136,7 +136,8 @@ def test_fallback_routes_by_the_question_form() -> None:
     assert search.arguments == {"text": "Ruby", "language": "de", "dateFrom": "2026-01-01", "dateTo": "2026-12-31"}
 
     ask = fallback_decision("Wie funktioniert die OCSP-Abschaltung bei Let's Encrypt?", TODAY)
-    assert ask.tool == ASK and ask.arguments["answerLanguage"] == "de" and "language" not in ask.arguments
+    # The seed's rule: an unnamed articles' language is the question's (it was "all languages").
+    assert ask.tool == ASK and ask.arguments["answerLanguage"] == "de" and ask.arguments["language"] == "de"
 
     combined = fallback_decision("Find articles about YJIT since 2023 and summarize the performance changes", TODAY)
     assert combined.tool == SEARCH_AND_ASK
@@ -147,7 +148,7 @@ def test_fallback_routes_by_the_question_form() -> None:
     assert cross.tool == ASK and cross.arguments["language"] == "de" and cross.arguments["answerLanguage"] == "ru"
 
     oldest = fallback_decision("Show the oldest articles about Rails", TODAY)
-    assert oldest.arguments == {"text": "Rails", "sort": "oldest"}
+    assert oldest.arguments == {"text": "Rails", "sort": "oldest", "language": "en"}
 
 
 @pytest.mark.parametrize(

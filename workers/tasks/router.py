@@ -190,13 +190,14 @@ def _submitted_request(job_id: str, submitted: dict[str, Any]) -> RouteRequest:
     return RouteRequest(
         question=submitted["question"], answer_language=submitted.get("answerLanguage"),
         page_size=submitted.get("pageSize"), job_id=job_id, tool_call=submitted.get("toolCall"),
+        client_language=submitted.get("language"),
     )
 
 
 def _job_request(job: jobs_db.JobRow) -> RouteRequest:
     return RouteRequest(
         question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id,
-        tool_call=job.tool_call,
+        tool_call=job.tool_call, client_language=job.language,
     )
 
 
