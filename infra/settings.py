@@ -29,6 +29,14 @@ PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 
 
+class RetrievalMode(StrEnum):
+    """How RAG finds chunks (docs/rag.md): vector only, full-text only, or both fused."""
+
+    VECTOR = "vector"
+    LEXICAL = "lexical"
+    HYBRID = "hybrid"
+
+
 class Limits(BaseSettings):
     """Routing and API limits (SPEC §6); every one is enforced in code."""
 
@@ -100,6 +108,14 @@ class Settings(BaseSettings):
     # its signal handlers (infra/taskstats.py), so they are off: each costs a Redis PUBLISH per
     # task state (sent, received, started, succeeded) that nobody reads.
     celery_task_events: bool = False
+
+    # RAG retrieval (docs/rag.md): reciprocal rank fusion of the vector and full-text lists,
+    # score = sum(weight / (rrf_k + rank)); each list has `rag_candidates` chunks before fusion.
+    rag_retrieval: RetrievalMode = RetrievalMode.HYBRID
+    rag_candidates: PositiveInt = 30
+    rag_rrf_k: PositiveInt = 60
+    rag_vector_weight: Annotated[float, Field(ge=0)] = 1.0
+    rag_lexical_weight: Annotated[float, Field(ge=0)] = 1.0
 
     limits: Limits = Field(default_factory=Limits)
 

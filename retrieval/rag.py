@@ -3,8 +3,9 @@
 1. An empty scope answers ``no_results`` at once: no embedding, no vector query.
 2. The question is embedded with the model of the version that serves reads (Edge: the
    ``collection_versions.active`` row, re-read every question; server: the Qdrant alias).
-3. One vector query with ``language`` and the scope (localization ids) inside the query:
-   pre-filter before top-K, never top-K then filter.
+3. Hybrid retrieval (retrieval/hybrid.py): one vector query and one full-text query over the
+   version's chunks, each with ``language`` and the scope (localization ids) inside the query
+   (pre-filter before top-K, never top-K then filter), fused by reciprocal rank fusion.
 4. The best chunks that fit ``Limits.rag_context_tokens`` go to the answer model, fenced as
    data with a per-request random fence and an instruction to ignore instructions inside;
    no tools are offered, so the material cannot make the system do anything.
@@ -37,6 +38,7 @@ from infra.status import ResultStatus
 from infra.vectors import Hit, VectorStore, VectorStoreError, process_vector_store
 from retrieval.chunking import estimate_tokens
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
+from retrieval.hybrid import RetrievalConfig, retrieve
 
 if TYPE_CHECKING:
     from workers._runtime import Runtime
@@ -183,12 +185,11 @@ async def answer_question(
     version = await resolve_read_version(ctx)
     if version is None:
         return _no_results(answer_language, "no articles are indexed yet (run `turnout reembed`)")
-    embedder = ctx.embedders.get(version.model)
-    query_vector = (await embedder.embed([question], deadline=deadline))[0]
-    hits = await asyncio.to_thread(
-        ctx.store.search, version.name, query_vector, limit=ctx.settings.limits.rag_top_k,
-        language=language, scope=scope_ids,
+    retrieved = await retrieve(
+        ctx.pool, ctx.store, ctx.embedders, version, question, language=language, scope=scope_ids,
+        config=RetrievalConfig.from_settings(ctx.settings), deadline=deadline,
     )
+    hits = retrieved.hits
     sources = await visible_sources(ctx.pool, [h.chunk.localization_id for h in hits])
     hits = [h for h in hits if h.chunk.localization_id in sources]
     if not hits:
