@@ -153,9 +153,10 @@ def _register_subcommands() -> None:
     from infra.up_cli import up
 
     app.command("up")(up)
-    from retrieval.cli import reembed
+    from retrieval.cli import eval_rag, reembed
 
     app.command("reembed")(reembed)
+    app.command("eval-rag")(eval_rag)
     from router.cli import eval_command
 
     app.command("eval")(eval_command)

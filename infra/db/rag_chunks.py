@@ -84,6 +84,15 @@ async def chunks_of(conn: PoolOrConnection, collection: str, localization_ids: S
     return [ChunkRow(**dict(r)) for r in rows]
 
 
+async def indexed_localizations(conn: PoolOrConnection, collection: str, ids: Sequence[str]) -> list[str]:
+    """Of ``ids``, the localizations with chunks in ``collection``."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT localization_id FROM rag_chunks WHERE collection = $1 AND localization_id = ANY($2::text[])",
+        collection, list(ids),
+    )
+    return [r["localization_id"] for r in rows]
+
+
 async def invisible_indexed(conn: PoolOrConnection, collection: str) -> list[str]:
     """Localizations with chunks in ``collection`` that are hidden, unpublished or deleted since
     they were indexed: the vector query excludes them inside the engine, before its top-K."""
