@@ -113,9 +113,11 @@ class Settings(BaseSettings):
     # score = sum(weight / (rrf_k + rank)); each list has `rag_candidates` chunks before fusion.
     rag_retrieval: RetrievalMode = RetrievalMode.HYBRID
     rag_candidates: PositiveInt = 30
-    rag_rrf_k: PositiveInt = 60
+    # Defaults tuned on the dev half of retrieval/data (docs/rag.md): a small k lets the top ranks
+    # decide, and the keyword list counts double (it names CVEs, versions and packages exactly).
+    rag_rrf_k: PositiveInt = 10
     rag_vector_weight: Annotated[float, Field(ge=0)] = 1.0
-    rag_lexical_weight: Annotated[float, Field(ge=0)] = 1.0
+    rag_lexical_weight: Annotated[float, Field(ge=0)] = 2.0
 
     limits: Limits = Field(default_factory=Limits)
 

@@ -32,9 +32,9 @@ class RetrievalConfig:
     mode: RetrievalMode = RetrievalMode.HYBRID
     top_k: int = 8
     candidates: int = 30  # per list, before fusion
-    rrf_k: int = 60
+    rrf_k: int = 10
     vector_weight: float = 1.0
-    lexical_weight: float = 1.0
+    lexical_weight: float = 2.0
 
     @classmethod
     def from_settings(cls, settings: Settings, *, mode: RetrievalMode | None = None) -> RetrievalConfig:

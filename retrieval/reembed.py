@@ -362,6 +362,7 @@ async def finalize_run(ctx: RagContext, run_id: str) -> bool:
                 conn, run_id, f"rag_chunks of {run.collection} hold {lexical} chunks, the batches wrote {expected}"
             )
             return False
+        await chunks_db.build_lexicon(conn, run.collection)
         await asyncio.to_thread(ctx.store.optimize, run.collection)
         if ctx.store.supports_aliases:
             await asyncio.to_thread(ctx.store.set_alias, ctx.settings.qdrant_collection, run.collection)

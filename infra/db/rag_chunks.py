@@ -6,8 +6,13 @@ versions for both lists at once (retrieval/reembed.py, retrieval/hybrid.py).
 
 The question becomes an OR of its lexemes, per chunk language in that language's own
 configuration (stop words dropped, words stemmed): a question is prose, and requiring every word
-(websearch_to_tsquery's AND) would find nothing for most of them. Ranking is ts_rank_cd
-(cover density: chunks holding more of the question's terms close together rank first).
+(websearch_to_tsquery's AND) would find nothing for most of them. Ranking: the sum of the matched
+lexemes' inverse document frequency in the version (a title match counts double), plus
+ts_rank_cd (cover density) to break ties. IDF is what makes a rare "-27820" or "gzipread"
+outweigh "ruby" and "cve"; plain ts_rank_cd has no notion of rarity (dev set: lexical hit@5
+0.81 with ts_rank_cd alone, 0.94 with IDF). Document frequencies come from ``rag_lexicon``,
+built once per version at finalization, so a question costs index lookups, not counts; very
+common lexemes do not select candidates (``COMMON_TERM_SHARE``), which keeps the ranked set small.
 """
 
 from __future__ import annotations
@@ -70,6 +75,21 @@ async def delete_localization_chunks(
     )
 
 
+async def build_lexicon(conn: PoolOrConnection, collection: str) -> int:
+    """(Re)compute the version's lexeme document frequencies from its chunks; returns the number
+    of lexemes. Run once per version, when its chunks are complete (finalization)."""
+    await conn.execute("DELETE FROM rag_lexicon WHERE collection = $1", collection)
+    await conn.execute(
+        """
+        INSERT INTO rag_lexicon (collection, lexeme, ndoc)
+        SELECT $1, word, ndoc FROM ts_stat(format('SELECT search_vector FROM rag_chunks WHERE collection = %L', $1::text))
+        UNION ALL SELECT $1, '', count(*) FROM rag_chunks WHERE collection = $1
+        """,
+        collection,
+    )
+    return int(await conn.fetchval("SELECT count(*) - 1 FROM rag_lexicon WHERE collection = $1", collection))
+
+
 async def count_chunks(conn: PoolOrConnection, collection: str) -> int:
     return int(await conn.fetchval("SELECT count(*) FROM rag_chunks WHERE collection = $1", collection))
 
@@ -107,14 +127,21 @@ async def invisible_indexed(conn: PoolOrConnection, collection: str) -> list[str
     return [r["localization_id"] for r in rows]
 
 
-# One OR-query per language; lexemes with a backslash are left out (tsquery quoting cannot hold
-# them safely, and no lexeme of a question needs one).
-_QUERIES = " UNION ALL ".join(
-    f"SELECT '{lang}'::text AS language, (SELECT string_agg(quote_literal(x), ' | ') "  # noqa: S608 (constants)
-    f"FROM unnest(tsvector_to_array(to_tsvector('{cfg}', $2))) AS x WHERE strpos(x, E'\\\\') = 0)::tsquery "
-    f"AS query"
+# The question's lexemes per language, in that language's own configuration (stop words dropped,
+# words stemmed). Lexemes with a backslash are left out: tsquery quoting cannot hold them safely,
+# and no lexeme of a question needs one.
+_TERMS = " UNION ALL ".join(
+    f"SELECT '{lang}'::text AS language, x AS lexeme, quote_literal(x)::tsquery AS query, "  # noqa: S608 (constants)
+    f"(quote_literal(x) || ':A')::tsquery AS in_title "
+    f"FROM unnest(tsvector_to_array(to_tsvector('{cfg}', $2))) AS x WHERE strpos(x, E'\\\\') = 0"
     for lang, cfg in TS_CONFIG.items()
 )
+# A lexeme in more than this share of the version's chunks does not select candidates ("ruby" in a
+# Ruby news corpus, German "in" under the German configuration of an English question): matching
+# on it would rank thousands of chunks for little information. The two rarest lexemes of each
+# language are always kept, so a question made only of common words still finds something.
+COMMON_TERM_SHARE = 0.1
+ALWAYS_KEPT_TERMS = 2
 
 
 async def lexical_search(
@@ -135,11 +162,28 @@ async def lexical_search(
         raise ValueError(f"unsupported language {language!r}")
     rows = await conn.fetch(
         f"""
-        WITH q AS MATERIALIZED ({_QUERIES})
+        WITH terms AS MATERIALIZED ({_TERMS}),
+        weighted AS MATERIALIZED (
+            SELECT t.language, t.query, t.in_title, s.ndoc, total.ndoc AS chunks,
+                   ln(1 + (total.ndoc + 0.5) / (s.ndoc + 0.5)) AS idf,
+                   row_number() OVER (PARTITION BY t.language ORDER BY s.ndoc) AS rarity
+            FROM terms t
+            JOIN rag_lexicon total ON total.collection = $1 AND total.lexeme = ''
+            JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
+        ),
+        kept AS MATERIALIZED (
+            SELECT * FROM weighted WHERE ndoc <= $6 * chunks OR rarity <= $7
+        ),
+        q AS MATERIALIZED (
+            SELECT language, string_agg(query::text, ' | ')::tsquery AS query FROM kept GROUP BY language
+        )
         SELECT c.point_id::text, c.localization_id, c.article_id, c.language, c.position, c.title, c.text,
-               c.content_hash, ts_rank_cd(c.search_vector, q.query) AS score
+               c.content_hash,
+               (SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
+                WHERE w.language = c.language AND c.search_vector @@ w.query)
+               + ts_rank_cd(c.search_vector, q.query) AS score
         FROM rag_chunks c
-        JOIN q ON q.language = c.language AND q.query IS NOT NULL
+        JOIN q ON q.language = c.language
         JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
         WHERE c.collection = $1
           AND c.search_vector @@ q.query
@@ -149,6 +193,7 @@ async def lexical_search(
         LIMIT $5
         """,  # noqa: S608 (constant fragments)
         collection, question, language, list(scope) if scope is not None else None, limit,
+        COMMON_TERM_SHARE, ALWAYS_KEPT_TERMS,
     )
     return [
         LexicalHit(float(r["score"]), ChunkRow(**{k: r[k] for k in ChunkRow.__dataclass_fields__}))

@@ -102,6 +102,21 @@ async def test_scoped_query_never_leaves_the_scope_though_the_text_matches_outsi
         assert _ids((await _retrieve(ctx, "CVE-2026-27820 zlib", scope=scope, mode=mode)).hits) <= set(scope)
 
 
+async def test_the_lexicon_counts_the_version_and_common_words_still_find_something(ctx: RagContext) -> None:
+    version = await resolve_read_version(ctx)
+    assert version is not None
+    chunks = await chunks_db.count_chunks(ctx.pool, version.name)
+    ndoc = dict(await ctx.pool.fetch(
+        "SELECT lexeme, ndoc FROM rag_lexicon WHERE collection = $1 AND lexeme = ANY($2::text[])",
+        version.name, ["", "rexml", "-27820"],
+    ))
+    assert ndoc[""] == chunks and 0 < ndoc["-27820"] < chunks and 0 < ndoc["rexml"] < chunks
+    # "ruby" and "vulnerability" are in most chunks here: they select nothing by themselves, but
+    # a question of only common words still gets its rarest ones.
+    found = await chunks_db.lexical_search(ctx.pool, version.name, "Ruby vulnerability", limit=5)
+    assert len(found) == 5
+
+
 async def test_language_restricts_both_lists(ctx: RagContext) -> None:
     found = await _retrieve(ctx, ZLIB_QUESTION, language="en")
     languages = {h.chunk.language for h in [*found.hits, *found.vector_hits, *found.lexical_hits]}
@@ -158,6 +173,7 @@ async def test_a_re_embedding_run_switches_vectors_and_lexical_chunks_together(c
     # A retired version's rows go with it (the previous one is kept for rollback).
     await index(ctx, batch_size=8)
     assert await chunks_db.count_chunks(ctx.pool, first.name) == 0
+    assert await ctx.pool.fetchval("SELECT count(*) FROM rag_lexicon WHERE collection = $1", first.name) == 0
     assert await chunks_db.count_chunks(ctx.pool, second.name) == len(rows)
 
 

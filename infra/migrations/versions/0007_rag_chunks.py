@@ -44,9 +44,20 @@ UPGRADE = [
     """,
     "CREATE INDEX rag_chunks_localization ON rag_chunks (collection, localization_id)",
     "CREATE INDEX rag_chunks_search_vector ON rag_chunks USING gin (search_vector)",
+    # Document frequency of each lexeme in a version (ts_stat at finalization, before the version
+    # serves reads): the lexical ranking's IDF. The row with the empty lexeme holds the number of
+    # chunks (no real lexeme is empty).
+    """
+    CREATE TABLE rag_lexicon (
+        collection text NOT NULL REFERENCES collection_versions (name) ON DELETE CASCADE,
+        lexeme text NOT NULL,
+        ndoc integer NOT NULL,
+        PRIMARY KEY (collection, lexeme)
+    )
+    """,
 ]
 
-DOWNGRADE = ["DROP TABLE IF EXISTS rag_chunks"]
+DOWNGRADE = ["DROP TABLE IF EXISTS rag_lexicon", "DROP TABLE IF EXISTS rag_chunks"]
 
 
 def upgrade() -> None:
