@@ -16,7 +16,7 @@ from infra.db.articles import set_visibility
 from infra.settings import RetrievalMode, Settings
 from infra.status import ResultStatus
 from infra.vectors import Hit, StoredChunk, VectorStore
-from retrieval.hybrid import RetrievalConfig, fuse, retrieve
+from retrieval.hybrid import RetrievalConfig, Retrieved, fuse, retrieve
 from retrieval.rag import RagContext, answer_question, resolve_read_version
 from retrieval.rag_eval import RagEvalCase, default_modes, render_markdown, run_rag_eval
 from retrieval.reembed import create_reembed_run, process_batch
@@ -66,7 +66,7 @@ def _config(mode: RetrievalMode = RetrievalMode.HYBRID, top_k: int = 8, candidat
 
 async def _retrieve(ctx: RagContext, question: str, *, scope: Sequence[str] | None = None,
                     language: str | None = None, mode: RetrievalMode = RetrievalMode.HYBRID,
-                    candidates: int = 30):  # type: ignore[no-untyped-def]
+                    candidates: int = 30) -> Retrieved:
     version = await resolve_read_version(ctx)
     assert version is not None
     return await retrieve(ctx.pool, ctx.store, ctx.embedders, version, question, language=language,
@@ -225,3 +225,25 @@ async def test_eval_rag_scores_every_mode_on_the_serving_version(ctx: RagContext
     assert report["unindexedCases"] == [] and report["collection"] == version.name
     text = render_markdown(report)
     assert "| hybrid |" in text and "| cve | 1 |" in text
+
+
+async def test_a_chunker_change_rolls_out_through_a_normal_re_embedding_run(
+    ctx: RagContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import retrieval.chunking
+    import retrieval.reembed
+
+    current = await resolve_read_version(ctx)
+    assert current is not None and current.chunking == retrieval.chunking.CHUNKER_VERSION
+    same = await index(ctx, batch_size=8)
+    assert same.embedded == 0  # unchanged chunker: every vector is copied
+    chunks = await chunks_db.count_chunks(ctx.pool, same.collection)
+    for module in (retrieval.chunking, retrieval.reembed):
+        monkeypatch.setattr(module, "CHUNKER_VERSION", "sentences-next-test")
+    changed = await index(ctx, batch_size=8)
+    assert changed.status == "succeeded" and changed.embedded == chunks and changed.skipped == 0
+    serving = await resolve_read_version(ctx)
+    assert serving is not None and serving.name == changed.collection and serving.chunking == "sentences-next-test"
+    if ctx.store.supports_aliases:
+        assert ctx.store.resolve_alias(ctx.settings.qdrant_collection) == changed.collection
+    assert await chunks_db.count_chunks(ctx.pool, changed.collection) == chunks
