@@ -39,6 +39,7 @@ from infra.db.rag_chunks import ChunkRow
 from infra.db.reembed import Batch, Run, RunConflict
 from infra.settings import ConfigError, EmbeddingProvider, Settings, get_settings
 from infra.status import Queue
+from infra.text import to_plain_text
 from infra.vectors import ChunkPoint, VectorStoreError
 from retrieval.chunking import CHUNKER_VERSION, chunk_localization, embedding_input, point_id
 from retrieval.embeddings import LOCAL_DIMENSION, EmbeddingError, OpenAIEmbedder, check_model
@@ -269,7 +270,10 @@ async def _embed_batch(ctx: RagContext, run: Run, batch: Batch) -> tuple[int, in
     points: list[ChunkPoint] = []
     pending: list[tuple[ChunkPoint, str]] = []  # (point without vector yet, text to embed)
     for loc in localizations:
-        for chunk in chunk_localization(loc.title, loc.body_text, loc.summary):
+        # The body is read again with the current parser (infra/text.py), not the `body_text` of its
+        # import: a text-cleaning change then reaches the index with the chunker version's run.
+        text = to_plain_text(loc.body, loc.body_format) if loc.body else loc.body_text
+        for chunk in chunk_localization(loc.title, text, loc.summary):
             point = ChunkPoint(
                 id=point_id(loc.id, chunk.position), vector=(), localization_id=loc.id,
                 article_id=loc.article_id, language=loc.language, position=chunk.position, text=chunk.text,

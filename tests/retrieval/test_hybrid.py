@@ -247,3 +247,13 @@ async def test_a_chunker_change_rolls_out_through_a_normal_re_embedding_run(
     if ctx.store.supports_aliases:
         assert ctx.store.resolve_alias(ctx.settings.qdrant_collection) == changed.collection
     assert await chunks_db.count_chunks(ctx.pool, changed.collection) == chunks
+
+
+async def test_chunks_come_from_the_body_read_by_the_current_parser(ctx: RagContext) -> None:
+    # A row imported by an older parser keeps its stale body_text (import skips unchanged rows);
+    # the re-embedding run re-reads the body, so the index gets the current text.
+    target = REXML_IDS[0]
+    await ctx.pool.execute("UPDATE localizations SET body_text = 'stale [text](https://x.test)' WHERE id = $1", target)
+    run = await index(ctx, batch_size=8)
+    texts = [c.text for c in await chunks_db.chunks_of(ctx.pool, run.collection, [target])]
+    assert texts and not any("stale" in t or "](" in t for t in texts)
