@@ -118,6 +118,11 @@ class Settings(BaseSettings):
     rag_rrf_k: PositiveInt = 10
     rag_vector_weight: Annotated[float, Field(ge=0)] = 1.0
     rag_lexical_weight: Annotated[float, Field(ge=0)] = 2.0
+    # Optional cross-encoder reranking of the fused candidates (retrieval/rerank.py); off when unset.
+    rag_rerank_url: str | None = None
+    rag_rerank_model: str = "rerank"
+    rag_rerank_api_key: SecretStr | None = None
+    rag_rerank_candidates: PositiveInt = 20
 
     limits: Limits = Field(default_factory=Limits)
 

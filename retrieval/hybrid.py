@@ -25,6 +25,7 @@ from infra.db.collections import CollectionVersion
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import Hit, StoredChunk, VectorStore
 from retrieval.embeddings import EmbedderRegistry
+from retrieval.rerank import Reranker
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,13 @@ class RetrievalConfig:
     rrf_k: int = 10
     vector_weight: float = 1.0
     lexical_weight: float = 2.0
+    rerank: bool = False  # rerank the fused list (needs a reranker passed to `retrieve`)
+    rerank_candidates: int = 20
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, mode: RetrievalMode | None = None) -> RetrievalConfig:
+    def from_settings(
+        cls, settings: Settings, *, mode: RetrievalMode | None = None, rerank: bool | None = None
+    ) -> RetrievalConfig:
         return cls(
             mode=mode or settings.rag_retrieval,
             top_k=settings.limits.rag_top_k,
@@ -45,6 +50,8 @@ class RetrievalConfig:
             rrf_k=settings.rag_rrf_k,
             vector_weight=settings.rag_vector_weight,
             lexical_weight=settings.rag_lexical_weight,
+            rerank=bool(settings.rag_rerank_url) if rerank is None else rerank,
+            rerank_candidates=max(settings.rag_rerank_candidates, settings.limits.rag_top_k),
         )
 
 
@@ -88,6 +95,7 @@ async def retrieve(
     scope: Sequence[str] | None,
     config: RetrievalConfig,
     deadline: float | None = None,
+    reranker: Reranker | None = None,
 ) -> Retrieved:
     """The chunks to answer from, best first (at most ``config.top_k``). An empty scope returns
     nothing and queries nothing."""
@@ -125,6 +133,9 @@ async def retrieve(
     else:
         hits = fuse(
             [(config.vector_weight, vector_hits), (config.lexical_weight, lexical_hits)],
-            rrf_k=config.rrf_k, limit=config.top_k,
+            rrf_k=config.rrf_k, limit=config.rerank_candidates if config.rerank and reranker else config.top_k,
         )
+    if config.rerank and reranker is not None:
+        # After fusion, on the fused (scoped, visible) candidates only: it reorders, never adds.
+        hits = await reranker.rerank(question, hits, limit=config.top_k, deadline=deadline)
     return Retrieved(hits, vector_hits, lexical_hits, round((time.monotonic() - started) * 1000, 2))

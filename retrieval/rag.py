@@ -39,6 +39,7 @@ from infra.vectors import Hit, VectorStore, VectorStoreError, process_vector_sto
 from retrieval.chunking import estimate_tokens
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
 from retrieval.hybrid import RetrievalConfig, retrieve
+from retrieval.rerank import Reranker
 
 if TYPE_CHECKING:
     from workers._runtime import Runtime
@@ -124,6 +125,7 @@ class RagContext:
     store: VectorStore
     embedders: EmbedderRegistry
     llm: openai.AsyncOpenAI | None  # None: no LLM configured → extractive answers
+    reranker: Reranker | None = None  # None: no reranking (TURNOUT_RAG_RERANK_URL unset)
 
     @classmethod
     async def from_runtime(cls, rt: Runtime) -> RagContext:
@@ -135,6 +137,7 @@ class RagContext:
                 store=process_vector_store(rt.settings),
                 embedders=EmbedderRegistry(rt.settings),
                 llm=create_llm_client(rt.settings) if rt.settings.llm_configured else None,
+                reranker=Reranker.from_settings(rt.settings),
             )
             rt.extras["rag_context"] = ctx
         return ctx
@@ -187,7 +190,7 @@ async def answer_question(
         return _no_results(answer_language, "no articles are indexed yet (run `turnout reembed`)")
     retrieved = await retrieve(
         ctx.pool, ctx.store, ctx.embedders, version, question, language=language, scope=scope_ids,
-        config=RetrievalConfig.from_settings(ctx.settings), deadline=deadline,
+        config=RetrievalConfig.from_settings(ctx.settings), deadline=deadline, reranker=ctx.reranker,
     )
     hits = retrieved.hits
     sources = await visible_sources(ctx.pool, [h.chunk.localization_id for h in hits])

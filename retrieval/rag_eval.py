@@ -32,6 +32,7 @@ from infra.settings import RetrievalMode, Settings
 from infra.vectors import VectorStore
 from retrieval.embeddings import EmbedderRegistry
 from retrieval.hybrid import RetrievalConfig, retrieve
+from retrieval.rerank import Reranker
 
 DATA = Path(__file__).parent / "data"
 SETS = {"dev": DATA / "rag_eval_dev.jsonl", "test": DATA / "rag_eval_test.jsonl"}
@@ -153,14 +154,19 @@ def first_rank(hit_ids: Sequence[str], expected: frozenset[str]) -> int | None:
 class EvalMode:
     label: str
     config: RetrievalConfig
+    reranker: Reranker | None = None
 
 
-def default_modes(settings: Settings) -> list[EvalMode]:
+def default_modes(settings: Settings, reranker: Reranker | None = None) -> list[EvalMode]:
+    """vector, lexical, hybrid; and hybrid+rerank when a reranker is configured."""
     modes = [
-        EvalMode(mode.value, RetrievalConfig.from_settings(settings, mode=mode))
+        EvalMode(mode.value, _deep(RetrievalConfig.from_settings(settings, mode=mode, rerank=False)))
         for mode in (RetrievalMode.VECTOR, RetrievalMode.LEXICAL, RetrievalMode.HYBRID)
     ]
-    return [EvalMode(m.label, _deep(m.config)) for m in modes]
+    if reranker is not None:
+        config = _deep(RetrievalConfig.from_settings(settings, mode=RetrievalMode.HYBRID, rerank=True))
+        modes.append(EvalMode("hybrid+rerank", config, reranker))
+    return modes
 
 
 def _deep(config: RetrievalConfig) -> RetrievalConfig:
@@ -195,6 +201,7 @@ async def run_rag_eval(
             retrieved = await retrieve(
                 pool, store, embedders, version, case.question, language=case.language,
                 scope=list(case.scope) if case.scope is not None else None, config=mode.config,
+                reranker=mode.reranker,
             )
             latency = (time.monotonic() - started) * 1000
             ids = list(dict.fromkeys(h.chunk.localization_id for h in retrieved.hits))
@@ -256,12 +263,16 @@ async def eval_installation(settings: Settings, cases: Sequence[RagEvalCase]) ->
 
     pool = await create_pool(settings.database_url, min_size=1, max_size=4)
     store = open_vector_store(settings)
+    reranker = Reranker.from_settings(settings)
     try:
-        ctx = RagContext(settings=settings, pool=pool, store=store, embedders=EmbedderRegistry(settings), llm=None)
+        ctx = RagContext(settings=settings, pool=pool, store=store, embedders=EmbedderRegistry(settings), llm=None,
+                         reranker=reranker)
         version = await resolve_read_version(ctx)
         if version is None:
             raise RagEvalFileError("no collection version serves reads: run `turnout reembed` first")
-        return await run_rag_eval(pool, store, ctx.embedders, version, cases, default_modes(settings))
+        return await run_rag_eval(pool, store, ctx.embedders, version, cases, default_modes(settings, ctx.reranker))
     finally:
+        if reranker is not None:
+            await reranker.close()
         store.close()
         await pool.close()
