@@ -133,6 +133,11 @@ class Settings(BaseSettings):
                 "TURNOUT_EMBEDDING_PROVIDER=openai needs TURNOUT_EMBEDDING_BASE_URL "
                 "(an OpenAI-compatible /v1 endpoint); unset the provider to use the local model"
             )
+        if self.rag_retrieval is RetrievalMode.HYBRID and self.rag_vector_weight == self.rag_lexical_weight == 0:
+            raise ValueError(
+                "TURNOUT_RAG_VECTOR_WEIGHT and TURNOUT_RAG_LEXICAL_WEIGHT are both 0: hybrid retrieval would rank "
+                "nothing; give one a weight, or set TURNOUT_RAG_RETRIEVAL=vector or lexical"
+            )
         if self.limits.page_size_default > self.limits.page_size_max:
             raise ValueError("TURNOUT_LIMIT_PAGE_SIZE_DEFAULT must not exceed TURNOUT_LIMIT_PAGE_SIZE_MAX")
         return self

@@ -58,7 +58,11 @@ class RagEvalCase:
 def load_rag_cases(path: Path) -> list[RagEvalCase]:
     cases: list[RagEvalCase] = []
     seen: set[str] = set()
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RagEvalFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -54,3 +54,16 @@ def test_ranks_percentiles_and_scores() -> None:
     for rank in (1, 2, None, 6):
         score.add(rank)
     assert score.rounded() == {"n": 4, "hit1": 0.25, "hit5": 0.5, "mrr": round((1 + 0.5 + 1 / 6) / 4, 3)}
+
+
+def test_the_command_names_a_bad_set_and_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from infra.cli import app
+
+    monkeypatch.setenv("TURNOUT_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached
+    missing = CliRunner().invoke(app, ["eval-rag", "--set", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 2 and "cannot read" in missing.output
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n', encoding="utf-8")
+    bad = CliRunner().invoke(app, ["eval-rag", "--set", str(tmp_path / "bad.jsonl")])
+    assert bad.exit_code == 2 and "bad.jsonl:1" in bad.output
