@@ -25,6 +25,7 @@ from tenacity import (
     stop_before_delay,
     wait_random_exponential,
 )
+from tenacity.stop import stop_base
 
 from infra.settings import Settings
 from infra.vectors import Hit
@@ -72,7 +73,7 @@ class Reranker:
         return [Hit(score, hits[index].chunk) for index, score in ranked[:limit]]
 
     async def _scores(self, question: str, documents: list[str], deadline: float | None) -> dict[int, float]:
-        stop = stop_after_attempt(self.max_retries + 1)
+        stop: stop_base = stop_after_attempt(self.max_retries + 1)
         if deadline is not None:
             stop = stop | stop_before_delay(max(0.0, deadline - time.monotonic()))
         async for attempt in AsyncRetrying(
