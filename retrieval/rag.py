@@ -36,6 +36,7 @@ from infra.results import Language, Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import Hit, VectorStore, VectorStoreError, process_vector_store
+from retrieval.answer_stream import AnswerStream
 from retrieval.chunking import estimate_tokens
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
 from retrieval.hybrid import RetrievalConfig, retrieve
@@ -200,18 +201,24 @@ async def answer_question(
 
     selection = _select(hits, sources, ctx.settings.limits.rag_context_tokens)
     coverage_limited = scope_truncated or selection.cut
+    stream = AnswerStream(ctx.pool, job_id) if job_id is not None else None  # answer_delta events
+    if stream is not None:
+        await stream.start()
 
     if ctx.llm is None:
-        return _extractive(selection, answer_language, coverage_limited, Usage(), "no language model is configured")
+        return await _streamed(stream, _extractive(
+            selection, answer_language, coverage_limited, Usage(), "no language model is configured"))
     if deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S:
-        return _extractive(selection, answer_language, coverage_limited, Usage(), "no time left for the language model")
+        return await _streamed(stream, _extractive(
+            selection, answer_language, coverage_limited, Usage(), "no time left for the language model"))
 
-    call = await _call_answer_model(ctx, question, answer_language, selection, deadline)
+    call = await _call_answer_model(ctx, question, answer_language, selection, deadline, stream)
     if job_id is not None:
         await _audit(ctx, job_id, call, language=language, answer_language=answer_language, scope=scope_ids)
     if call.answer is None:
         log.warning("answer model failed, answering extractively: %s", call.error)
-        return _extractive(selection, answer_language, coverage_limited, call.usage, "the language model failed")
+        return await _streamed(stream, _extractive(
+            selection, answer_language, coverage_limited, call.usage, "the language model failed"))
     return RagOutcome(
         status=ResultStatus.ANSWERED,
         answer=call.answer,
@@ -221,6 +228,14 @@ async def answer_question(
         usage=call.usage,
         answer_language=answer_language,
     )
+
+
+async def _streamed(stream: AnswerStream | None, outcome: RagOutcome) -> RagOutcome:
+    """Stream an extractive answer's passages (after a reset, if model text was streamed)."""
+    if stream is not None and outcome.answer is not None:
+        await stream.reset("the language model's answer is replaced by an extractive one")
+        await stream.passages(outcome.answer)
+    return outcome
 
 
 def _no_results(answer_language: str, message: str) -> RagOutcome:
@@ -290,11 +305,14 @@ class _Call:
 
 
 async def _call_answer_model(
-    ctx: RagContext, question: str, answer_language: str, selection: _Selection, deadline: float | None
+    ctx: RagContext, question: str, answer_language: str, selection: _Selection, deadline: float | None,
+    stream: AnswerStream | None = None,
 ) -> _Call:
     assert ctx.llm is not None
     settings = ctx.settings
     messages = build_messages(question, answer_language, selection.passages)
+    if stream is not None:
+        return await _stream_answer_model(ctx, messages, deadline, stream)
     usage = Usage()
     started = time.monotonic()
     try:
@@ -321,6 +339,52 @@ async def _call_answer_model(
     if not content:
         return _Call(None, usage, settings.llm_answer_model, _ms(started), "the model returned no answer text")
     return _Call(content, usage, response.model or settings.llm_answer_model, _ms(started))
+
+
+async def _stream_answer_model(
+    ctx: RagContext, messages: list[dict[str, str]], deadline: float | None, stream: AnswerStream
+) -> _Call:
+    """The answer model's tokens as they come, into ``stream``; a retried call starts over."""
+    assert ctx.llm is not None
+    settings = ctx.settings
+    usage = Usage()
+    model = settings.llm_answer_model
+    started = time.monotonic()
+    parts: list[str] = []
+    try:
+        async for attempt in llm_retrying(settings, deadline=deadline):
+            with attempt:
+                await stream.reset("the language model call is retried")
+                parts = []
+                timeout = settings.limits.llm_call_timeout_s
+                if deadline is not None:
+                    timeout = max(0.5, min(timeout, deadline - time.monotonic()))
+                usage.llm_calls += 1
+                chunks = await ctx.llm.chat.completions.create(
+                    model=settings.llm_answer_model,
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=0,
+                    max_tokens=ANSWER_MAX_TOKENS,
+                    timeout=timeout,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
+                async for chunk in chunks:
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage.input_tokens += chunk.usage.prompt_tokens
+                        usage.output_tokens += chunk.usage.completion_tokens
+                        usage.total_tokens += chunk.usage.total_tokens
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        parts.append(chunk.choices[0].delta.content)
+                        await stream.add(chunk.choices[0].delta.content)
+                await stream.finish()
+    except (openai.OpenAIError, TimeoutError) as exc:
+        return _Call(None, usage, settings.llm_answer_model, _ms(started), f"{type(exc).__name__}: {exc}")
+    content = "".join(parts).strip()
+    if not content:
+        return _Call(None, usage, settings.llm_answer_model, _ms(started), "the model returned no answer text")
+    return _Call(content, usage, model, _ms(started))
 
 
 def _ms(started: float) -> float:
