@@ -51,7 +51,7 @@ from retrieval.reembed import create_reembed_run, process_batch
 from tests.support import services
 
 RESULTS = Path(__file__).parent / "results"
-PARTS = ("latency", "reembed", "crosslingual")
+PARTS = ("latency", "hybrid", "reembed", "crosslingual")
 DIM = 512
 CHUNKS_PER_ARTICLE = 5
 
@@ -327,6 +327,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="turnout-rag-bench-") as tmp:
         if "latency" in args.only:
             rows += latency(args.chunks, args.queries, Path(tmp))
+        if "hybrid" in args.only:
+            from bench.hybrid_bench import hybrid_latency
+
+            rows += hybrid_latency(args.chunks, args.queries, Path(tmp))
         if "reembed" in args.only:
             rows += reembed_throughput(args.reembed_chunks, Path(tmp))
     if "crosslingual" in args.only:
