@@ -61,7 +61,7 @@ async def _run(dsn: str, n_chunks: int, queries: int, workdir: Path) -> list[dic
     started = time.perf_counter()
     try:
         records = [ArticleRecord(
-            id=f"loc-{a}", language=real[a * CHUNKS_PER_ARTICLE % len(real)][0],  # type: ignore[arg-type]
+            id=f"loc-{a}", language=real[a * CHUNKS_PER_ARTICLE % len(real)][0],
             title=real[a * CHUNKS_PER_ARTICLE % len(real)][1], summary="", body_html_or_md="", body_format="html",
             created_at=base + timedelta(minutes=a), translation_key=f"story-{a}",
         ) for a in range(articles)]

@@ -360,9 +360,9 @@ async def _stream_answer_model(
                 if deadline is not None:
                     timeout = max(0.5, min(timeout, deadline - time.monotonic()))
                 usage.llm_calls += 1
-                chunks = await ctx.llm.chat.completions.create(
+                chunks = await ctx.llm.chat.completions.create(  # type: ignore[call-overload]
                     model=settings.llm_answer_model,
-                    messages=messages,  # type: ignore[arg-type]
+                    messages=messages,
                     temperature=0,
                     max_tokens=ANSWER_MAX_TOKENS,
                     timeout=timeout,
