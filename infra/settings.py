@@ -29,6 +29,14 @@ PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 
 
+class RetrievalMode(StrEnum):
+    """How RAG finds chunks (docs/rag.md): vector only, full-text only, or both fused."""
+
+    VECTOR = "vector"
+    LEXICAL = "lexical"
+    HYBRID = "hybrid"
+
+
 class Limits(BaseSettings):
     """Routing and API limits (SPEC §6); every one is enforced in code."""
 
@@ -115,6 +123,21 @@ class Settings(BaseSettings):
     # task state (sent, received, started, succeeded) that nobody reads.
     celery_task_events: bool = False
 
+    # RAG retrieval (docs/rag.md): reciprocal rank fusion of the vector and full-text lists,
+    # score = sum(weight / (rrf_k + rank)); each list has `rag_candidates` chunks before fusion.
+    rag_retrieval: RetrievalMode = RetrievalMode.HYBRID
+    rag_candidates: PositiveInt = 30
+    # Defaults tuned on the dev half of retrieval/data (docs/rag.md): a small k lets the top ranks
+    # decide, and the keyword list counts double (it names CVEs, versions and packages exactly).
+    rag_rrf_k: PositiveInt = 10
+    rag_vector_weight: Annotated[float, Field(ge=0)] = 1.0
+    rag_lexical_weight: Annotated[float, Field(ge=0)] = 2.0
+    # Optional cross-encoder reranking of the fused candidates (retrieval/rerank.py); off when unset.
+    rag_rerank_url: str | None = None
+    rag_rerank_model: str = "rerank"
+    rag_rerank_api_key: SecretStr | None = None
+    rag_rerank_candidates: PositiveInt = 20
+
     limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="after")
@@ -123,6 +146,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 "TURNOUT_EMBEDDING_PROVIDER=openai needs TURNOUT_EMBEDDING_BASE_URL "
                 "(an OpenAI-compatible /v1 endpoint); unset the provider to use the local model"
+            )
+        if self.rag_retrieval is RetrievalMode.HYBRID and self.rag_vector_weight == self.rag_lexical_weight == 0:
+            raise ValueError(
+                "TURNOUT_RAG_VECTOR_WEIGHT and TURNOUT_RAG_LEXICAL_WEIGHT are both 0: hybrid retrieval would rank "
+                "nothing; give one a weight, or set TURNOUT_RAG_RETRIEVAL=vector or lexical"
             )
         if self.limits.page_size_default > self.limits.page_size_max:
             raise ValueError("TURNOUT_LIMIT_PAGE_SIZE_DEFAULT must not exceed TURNOUT_LIMIT_PAGE_SIZE_MAX")

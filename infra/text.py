@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 import unicodedata
 from html.parser import HTMLParser
 
-_BLOCK_TAGS = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "tr", "blockquote"}
-_SKIP_TAGS = {"script", "style"}
+from markdown_it import MarkdownIt
+
+# Tags that end a block: each becomes a paragraph break, so the chunker can cut there.
+_BLOCK_TAGS = {
+    "p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "tr", "blockquote", "table",
+    "section", "article", "header", "footer", "hr", "dl", "dt", "dd", "figure", "figcaption",
+}
+_CELL_TAGS = {"td", "th"}
+_SKIP_TAGS = {"script", "style", "template", "noscript"}
 
 
 class _TextExtractor(HTMLParser):
+    """Text of an HTML document: blocks become paragraphs, image alt text is kept, scripts and
+    styles are dropped, character references are decoded by the parser."""
+
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
@@ -21,28 +30,39 @@ class _TextExtractor(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _SKIP_TAGS:
             self._skip += 1
+        elif self._skip:
+            return
         elif tag in _BLOCK_TAGS:
-            self.parts.append("\n")
+            self.parts.append("\n\n")
+        elif tag in _CELL_TAGS:
+            self.parts.append(" ")
+        elif tag == "img":
+            alt = dict(attrs).get("alt")
+            if alt:
+                self.parts.append(f" {alt} ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag in _SKIP_TAGS:
+            self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIP_TAGS and self._skip:
-            self._skip -= 1
-        elif tag in _BLOCK_TAGS:
-            self.parts.append("\n")
+        if tag in _SKIP_TAGS:
+            self._skip = max(0, self._skip - 1)
+        elif not self._skip and tag in _BLOCK_TAGS:
+            self.parts.append("\n\n")
 
     def handle_data(self, data: str) -> None:
         if not self._skip:
             self.parts.append(data)
 
 
-_LIQUID = re.compile(r"\{%.*?%\}|\{\{.*?\}\}|\{\{<.*?>\}\}", re.S)
-_MD_REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+.*$", re.M)
-_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_MD_LINK = re.compile(r"\[([^\]]+)\](?:\([^)]*\)|\[[^\]]*\])")
-_MD_MARKS = re.compile(r"^\s{0,3}(#{1,6}|>|[-*+]|\d+\.)\s+", re.M)
-_MD_EMPH = re.compile(r"(\*\*|__|\*|`{1,3})")
+# Liquid/Hugo template tags are not Markdown or HTML: no parser of either knows them.
+_LIQUID = re.compile(r"\{%.*?%\}|\{\{<.*?>\}\}|\{\{.*?\}\}", re.S)
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 _BLANKS = re.compile(r"\n\s*\n+")
+# CommonMark with tables and strikethrough; raw HTML inside Markdown passes to the HTML parser.
+_MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 
 
 def html_to_text(markup: str) -> str:
@@ -52,16 +72,18 @@ def html_to_text(markup: str) -> str:
     return "".join(parser.parts)
 
 
+def markdown_to_html(markup: str) -> str:
+    return _MARKDOWN.render(markup)
+
+
 def to_plain_text(body: str, body_format: str = "html") -> str:
-    """Strip HTML, Markdown and template tags; keep paragraphs as blank-line separated text."""
-    text = _LIQUID.sub(" ", body)
+    """Plain text of a body: Markdown is rendered by markdown-it-py, HTML read by an HTML parser
+    (links keep their text, reference definitions and markup vanish, code keeps its text);
+    template tags are dropped; paragraphs come out separated by a blank line."""
+    text = _LIQUID.sub("", body)  # no space: a tag inside a link target must not break the link
     if body_format.startswith("markdown"):
-        text = _MD_REF_DEF.sub("", text)
-        text = _MD_IMAGE.sub(r"\1", text)
-        text = _MD_LINK.sub(r"\1", text)
-        text = _MD_MARKS.sub("", text)
-        text = _MD_EMPH.sub("", text)
-    text = html.unescape(html_to_text(text))
+        text = markdown_to_html(text)
+    text = html_to_text(text)
     text = _SPACES.sub(" ", text)
     text = "\n".join(line.strip() for line in text.split("\n"))
     return _BLANKS.sub("\n\n", text).strip()

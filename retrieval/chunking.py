@@ -21,12 +21,28 @@ from infra.text import content_hash
 
 MAX_CHARS = 900
 OVERLAP_CHARS = 180
-CHUNKER_VERSION = f"sentences-v1-{MAX_CHARS}-{OVERLAP_CHARS}"
+# Part of every chunk's content hash and recorded with each collection version: a change here
+# re-embeds every chunk through a normal re-embedding run. v2: Markdown/HTML read by parsers
+# (infra/text.py), sentence ends that know ru/de/en abbreviations.
+CHUNKER_VERSION = f"sentences-v2-{MAX_CHARS}-{OVERLAP_CHARS}"
 
 _POINT_NAMESPACE = uuid.UUID("6f1c2a52-5b0e-4d0e-9a53-2f0f3c7d8e11")
 _PARAGRAPHS = re.compile(r"\n\s*\n")
-# A sentence ends at . ! ? … (optionally followed by closing quotes/brackets) and whitespace.
+# A candidate sentence end: . ! ? … (optionally followed by closing quotes/brackets) and whitespace.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'»”)\]]*\s+")
+# Words that end with a period without ending the sentence (lower-cased, without the period).
+# Single letters ("z. B.", "т. е.", "e. g.", initials) are handled by a rule, not listed.
+ABBREVIATIONS = frozenset({
+    # en
+    "e.g", "i.e", "etc", "vs", "cf", "approx", "mr", "mrs", "ms", "dr", "prof", "no", "vol", "fig", "jan", "feb",
+    "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "inc", "ltd", "co", "corp", "st",
+    # de
+    "z.b", "d.h", "u.a", "u.ä", "usw", "bzw", "ca", "evtl", "ggf", "inkl", "zzgl", "vgl", "bspw", "sog", "nr",
+    "str", "abs", "bzgl", "max", "min", "ggü", "u.u", "o.ä", "v.a", "z.t",
+    # ru
+    "т.е", "т.д", "т.п", "т.к", "т.н", "др", "пр", "см", "рис", "стр", "гг", "ок", "им", "напр", "руб",
+    "тыс", "млн", "млрд",
+})
 _SPACE = re.compile(r"\s+")
 
 
@@ -57,6 +73,35 @@ def chunk_hash(title: str, text: str) -> str:
     return content_hash(CHUNKER_VERSION, title, text)
 
 
+def _ends_sentence(before: str, after: str) -> bool:
+    """Does the candidate boundary between ``before`` and ``after`` end a sentence?"""
+    if not after or before[-1:] != ".":
+        return True  # ! ? … always end one
+    word = before.rsplit(None, 1)[-1].rstrip(".").lower()
+    if len(word) == 1 and word.isalpha():
+        return False  # "z. B.", "т. е.", an initial
+    if word in ABBREVIATIONS:
+        return False
+    return not after[0].islower()  # a sentence does not start in lower case ("bzw. die", "ca. 5")
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """A paragraph's sentences; a period after an abbreviation or initial does not end one."""
+    sentences: list[str] = []
+    current = ""
+    pos = 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        current += paragraph[pos:match.end()]
+        pos = match.end()
+        if _ends_sentence(current.rstrip(), paragraph[pos:pos + 1]):
+            sentences.append(current.strip())
+            current = ""
+    current += paragraph[pos:]
+    if current.strip():
+        sentences.append(current.strip())
+    return [s for s in sentences if s]
+
+
 def _units(text: str, max_chars: int) -> list[str]:
     """Sentences (paragraph-aware); a sentence longer than ``max_chars`` is cut at spaces."""
     units: list[str] = []
@@ -64,8 +109,7 @@ def _units(text: str, max_chars: int) -> list[str]:
         paragraph = _SPACE.sub(" ", paragraph).strip()
         if not paragraph:
             continue
-        for sentence in _SENTENCE_END.split(paragraph):
-            sentence = sentence.strip()
+        for sentence in split_sentences(paragraph):
             while len(sentence) > max_chars:
                 cut = sentence.rfind(" ", max_chars // 2, max_chars)
                 cut = cut if cut > 0 else max_chars

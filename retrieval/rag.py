@@ -3,8 +3,9 @@
 1. An empty scope answers ``no_results`` at once: no embedding, no vector query.
 2. The question is embedded with the model of the version that serves reads (Edge: the
    ``collection_versions.active`` row, re-read every question; server: the Qdrant alias).
-3. One vector query with ``language`` and the scope (localization ids) inside the query:
-   pre-filter before top-K, never top-K then filter.
+3. Hybrid retrieval (retrieval/hybrid.py): one vector query and one full-text query over the
+   version's chunks, each with ``language`` and the scope (localization ids) inside the query
+   (pre-filter before top-K, never top-K then filter), fused by reciprocal rank fusion.
 4. The best chunks that fit ``Limits.rag_context_tokens`` go to the answer model, fenced as
    data with a per-request random fence and an instruction to ignore instructions inside;
    no tools are offered, so the material cannot make the system do anything.
@@ -35,8 +36,11 @@ from infra.results import Language, Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import Hit, VectorStore, VectorStoreError, process_vector_store
+from retrieval.answer_stream import AnswerStream
 from retrieval.chunking import estimate_tokens
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
+from retrieval.hybrid import RetrievalConfig, retrieve
+from retrieval.rerank import Reranker
 
 log = logging.getLogger("turnout.rag")
 
@@ -122,6 +126,7 @@ class RagContext:
     store: VectorStore
     embedders: EmbedderRegistry
     llm: openai.AsyncOpenAI | None  # None: no LLM configured → extractive answers
+    reranker: Reranker | None = None  # None: no reranking (TURNOUT_RAG_RERANK_URL unset)
 
     @classmethod
     def for_settings(cls, settings: Settings, pool: asyncpg.Pool) -> RagContext:
@@ -133,6 +138,7 @@ class RagContext:
             store=process_vector_store(settings),
             embedders=EmbedderRegistry(settings),
             llm=create_llm_client(settings) if settings.llm_configured else None,
+            reranker=Reranker.from_settings(settings),
         )
 
 
@@ -181,12 +187,11 @@ async def answer_question(
     version = await resolve_read_version(ctx)
     if version is None:
         return _no_results(answer_language, "no articles are indexed yet (run `turnout reembed`)")
-    embedder = ctx.embedders.get(version.model)
-    query_vector = (await embedder.embed([question], deadline=deadline))[0]
-    hits = await asyncio.to_thread(
-        ctx.store.search, version.name, query_vector, limit=ctx.settings.limits.rag_top_k,
-        language=language, scope=scope_ids,
+    retrieved = await retrieve(
+        ctx.pool, ctx.store, ctx.embedders, version, question, language=language, scope=scope_ids,
+        config=RetrievalConfig.from_settings(ctx.settings), deadline=deadline, reranker=ctx.reranker,
     )
+    hits = retrieved.hits
     sources = await visible_sources(ctx.pool, [h.chunk.localization_id for h in hits])
     hits = [h for h in hits if h.chunk.localization_id in sources]
     if not hits:
@@ -194,21 +199,27 @@ async def answer_question(
 
     selection = _select(hits, sources, ctx.settings.limits.rag_context_tokens)
     coverage_limited = scope_truncated or selection.cut
+    stream = AnswerStream(ctx.pool, job_id) if job_id is not None else None  # answer_delta events
+    if stream is not None:
+        await stream.start()
 
     if ctx.llm is None:
-        return _extractive(selection, answer_language, coverage_limited, Usage(), "no language model is configured")
+        return await _streamed(stream, _extractive(
+            selection, answer_language, coverage_limited, Usage(), "no language model is configured"))
     if deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S + EXTRACTIVE_RESERVE_S:
-        return _extractive(selection, answer_language, coverage_limited, Usage(), "no time left for the language model")
+        return await _streamed(stream, _extractive(
+            selection, answer_language, coverage_limited, Usage(), "no time left for the language model"))
 
     llm_deadline = None
     if deadline is not None:
         llm_deadline = deadline - max(EXTRACTIVE_RESERVE_S, (deadline - time.monotonic()) / 2)
-    call = await _call_answer_model(ctx, question, answer_language, selection, llm_deadline)
+    call = await _call_answer_model(ctx, question, answer_language, selection, llm_deadline, stream)
     if job_id is not None:
         await _audit(ctx, job_id, call, language=language, answer_language=answer_language, scope=scope_ids)
     if call.answer is None:
         log.warning("answer model failed, answering extractively: %s", call.error)
-        return _extractive(selection, answer_language, coverage_limited, call.usage, "the language model failed")
+        return await _streamed(stream, _extractive(
+            selection, answer_language, coverage_limited, call.usage, "the language model failed"))
     return RagOutcome(
         status=ResultStatus.ANSWERED,
         answer=call.answer,
@@ -218,6 +229,14 @@ async def answer_question(
         usage=call.usage,
         answer_language=answer_language,
     )
+
+
+async def _streamed(stream: AnswerStream | None, outcome: RagOutcome) -> RagOutcome:
+    """Stream an extractive answer's passages (after a reset, if model text was streamed)."""
+    if stream is not None and outcome.answer is not None:
+        await stream.reset("the language model's answer is replaced by an extractive one")
+        await stream.passages(outcome.answer)
+    return outcome
 
 
 def _no_results(answer_language: str, message: str) -> RagOutcome:
@@ -287,11 +306,14 @@ class _Call:
 
 
 async def _call_answer_model(
-    ctx: RagContext, question: str, answer_language: str, selection: _Selection, deadline: float | None
+    ctx: RagContext, question: str, answer_language: str, selection: _Selection, deadline: float | None,
+    stream: AnswerStream | None = None,
 ) -> _Call:
     assert ctx.llm is not None
     settings = ctx.settings
     messages = build_messages(question, answer_language, selection.passages)
+    if stream is not None:
+        return await _stream_answer_model(ctx, messages, deadline, stream)
     usage = Usage()
     started = time.monotonic()
     try:
@@ -318,6 +340,52 @@ async def _call_answer_model(
     if not content:
         return _Call(None, usage, settings.llm_answer_model, _ms(started), "the model returned no answer text")
     return _Call(content, usage, response.model or settings.llm_answer_model, _ms(started))
+
+
+async def _stream_answer_model(
+    ctx: RagContext, messages: list[dict[str, str]], deadline: float | None, stream: AnswerStream
+) -> _Call:
+    """The answer model's tokens as they come, into ``stream``; a retried call starts over."""
+    assert ctx.llm is not None
+    settings = ctx.settings
+    usage = Usage()
+    model = settings.llm_answer_model
+    started = time.monotonic()
+    parts: list[str] = []
+    try:
+        async for attempt in llm_retrying(settings, deadline=deadline):
+            with attempt:
+                await stream.reset("the language model call is retried")
+                parts = []
+                timeout = settings.limits.llm_call_timeout_s
+                if deadline is not None:
+                    timeout = max(0.5, min(timeout, deadline - time.monotonic()))
+                usage.llm_calls += 1
+                chunks = await ctx.llm.chat.completions.create(  # type: ignore[call-overload]
+                    model=settings.llm_answer_model,
+                    messages=messages,
+                    temperature=0,
+                    max_tokens=ANSWER_MAX_TOKENS,
+                    timeout=timeout,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                )
+                async for chunk in chunks:
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage.input_tokens += chunk.usage.prompt_tokens
+                        usage.output_tokens += chunk.usage.completion_tokens
+                        usage.total_tokens += chunk.usage.total_tokens
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        parts.append(chunk.choices[0].delta.content)
+                        await stream.add(chunk.choices[0].delta.content)
+                await stream.finish()
+    except (openai.OpenAIError, TimeoutError) as exc:
+        return _Call(None, usage, settings.llm_answer_model, _ms(started), f"{type(exc).__name__}: {exc}")
+    content = "".join(parts).strip()
+    if not content:
+        return _Call(None, usage, settings.llm_answer_model, _ms(started), "the model returned no answer text")
+    return _Call(content, usage, model, _ms(started))
 
 
 def _ms(started: float) -> float:

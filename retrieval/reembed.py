@@ -7,8 +7,10 @@ active one meanwhile:
 - ``embed`` batches chunk each selected localization; a chunk whose content hash already
   exists in the active version (same model) gets that vector copied, the rest is embedded;
 - ``copy`` batches carry the localizations outside a partial selection over unchanged;
-- the batch that finishes last verifies the new collection holds exactly the chunks the
-  batches wrote, builds its index, and switches reads in one step (server: the Qdrant
+- each batch writes the chunks' text to ``rag_chunks`` under the same version (the lexical
+  half of hybrid retrieval), so vectors and text of one version always match;
+- the batch that finishes last verifies the new collection and ``rag_chunks`` hold exactly the
+  chunks the batches wrote, builds its index, and switches reads in one step (server: the Qdrant
   alias; Edge: ``collection_versions.active``), then drops versions older than the previous.
 
 Batches run as tasks on the ``embeddings`` queue (sent by workers/reembed.py); their status lives
@@ -30,10 +32,13 @@ from typing import Any
 import asyncpg
 
 from infra.db import collections as versions_db
+from infra.db import rag_chunks as chunks_db
 from infra.db import reembed as runs_db
+from infra.db.rag_chunks import ChunkRow
 from infra.db.reembed import Batch, Run, RunConflict
 from infra.results import LANGUAGES
 from infra.settings import ConfigError, EmbeddingProvider, Settings, get_settings
+from infra.text import to_plain_text
 from infra.vectors import ChunkPoint, VectorStoreError
 from retrieval.chunking import CHUNKER_VERSION, chunk_localization, embedding_input, point_id
 from retrieval.embeddings import LOCAL_DIMENSION, EmbeddingError, OpenAIEmbedder, check_model
@@ -207,7 +212,10 @@ async def _embed_batch(ctx: RagContext, run: Run, batch: Batch) -> tuple[int, in
     points: list[ChunkPoint] = []
     pending: list[tuple[ChunkPoint, str]] = []  # (point without vector yet, text to embed)
     for loc in localizations:
-        for chunk in chunk_localization(loc.title, loc.body_text, loc.summary):
+        # The body is read again with the current parser (infra/text.py), not the `body_text` of its
+        # import: a text-cleaning change then reaches the index with the chunker version's run.
+        text = to_plain_text(loc.body, loc.body_format) if loc.body else loc.body_text
+        for chunk in chunk_localization(loc.title, text, loc.summary):
             point = ChunkPoint(
                 id=point_id(loc.id, chunk.position), vector=(), localization_id=loc.id,
                 article_id=loc.article_id, language=loc.language, position=chunk.position, text=chunk.text,
@@ -222,7 +230,7 @@ async def _embed_batch(ctx: RagContext, run: Run, batch: Batch) -> tuple[int, in
     if pending:
         vectors = await ctx.embedders.get(run.model).embed([text for _, text in pending])
         points.extend(_with_vector(p, v.tolist()) for (p, _), v in zip(pending, vectors, strict=True))
-    await _rewrite(ctx, run.collection, batch.localization_ids, points)
+    await _rewrite(ctx, run.collection, batch.localization_ids, points, {loc.id: loc.title for loc in localizations})
     return len(pending), copied
 
 
@@ -231,10 +239,10 @@ async def _copy_batch(ctx: RagContext, run: Run, batch: Batch) -> tuple[int, int
     source_exists = source is not None and await asyncio.to_thread(ctx.store.collection_exists, source)
     if source is None or not source_exists:
         raise VectorStoreError(f"the version to carry articles over from ({source}) no longer exists")
-    visible = [loc.id for loc in await runs_db.fetch_localizations(ctx.pool, batch.localization_ids)]
-    stored = await asyncio.to_thread(ctx.store.chunks_of, source, visible, with_vectors=True)
+    titles = {loc.id: loc.title for loc in await runs_db.fetch_localizations(ctx.pool, batch.localization_ids)}
+    stored = await asyncio.to_thread(ctx.store.chunks_of, source, list(titles), with_vectors=True)
     points = [c.to_point() for c in stored]
-    await _rewrite(ctx, run.collection, batch.localization_ids, points)
+    await _rewrite(ctx, run.collection, batch.localization_ids, points, titles)
     return 0, len(points)
 
 
@@ -245,7 +253,10 @@ def _with_vector(point: ChunkPoint, vector: Sequence[float]) -> ChunkPoint:
     )
 
 
-async def _rewrite(ctx: RagContext, collection: str, localization_ids: Sequence[str], points: list[ChunkPoint]) -> None:
+async def _rewrite(
+    ctx: RagContext, collection: str, localization_ids: Sequence[str], points: list[ChunkPoint],
+    titles: dict[str, str],
+) -> None:
     """Write the batch's chunks, then delete whatever else these localizations hold (left by an
     earlier, crashed attempt): a batch run twice leaves each chunk exactly once. Writing first
     matters when one batch runs twice at once (a resumed copy beside the original): delete-then-
@@ -256,6 +267,17 @@ async def _rewrite(ctx: RagContext, collection: str, localization_ids: Sequence[
     await asyncio.to_thread(
         ctx.store.delete_localizations, collection, list(localization_ids), keep=[p.id for p in points]
     )
+    # The lexical half of the same chunks, in the same version, the same way (write, then delete
+    # the rest): retrieval reads both lists under one version name, so they switch together.
+    rows = [
+        ChunkRow(point_id=p.id, localization_id=p.localization_id, article_id=p.article_id, language=p.language,
+                 position=p.position, title=titles.get(p.localization_id, ""), text=p.text,
+                 content_hash=p.content_hash)
+        for p in points
+    ]
+    async with ctx.pool.acquire() as conn, conn.transaction():
+        await chunks_db.write_chunks(conn, collection, rows)
+        await chunks_db.delete_localization_chunks(conn, collection, list(localization_ids), keep=[r.point_id for r in rows])
 
 
 # ---- finishing ----
@@ -280,6 +302,13 @@ async def finalize_run(ctx: RagContext, run_id: str) -> bool:
                 conn, run_id, f"collection {run.collection} holds {actual} chunks, the batches wrote {expected}"
             )
             return False
+        lexical = await chunks_db.count_chunks(conn, run.collection)
+        if lexical != expected:
+            await runs_db.fail_run(
+                conn, run_id, f"rag_chunks of {run.collection} hold {lexical} chunks, the batches wrote {expected}"
+            )
+            return False
+        await chunks_db.build_lexicon(conn, run.collection)
         await asyncio.to_thread(ctx.store.optimize, run.collection)
         if ctx.store.supports_aliases:
             await asyncio.to_thread(ctx.store.set_alias, ctx.settings.qdrant_collection, run.collection)

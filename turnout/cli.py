@@ -161,9 +161,10 @@ def _register_subcommands() -> None:
     from turnout.up_cli import up
 
     app.command("up")(up)
-    from turnout.reembed_cli import reembed
+    from turnout.reembed_cli import eval_rag, reembed
 
     app.command("reembed")(reembed)
+    app.command("eval-rag")(eval_rag)
     from turnout.eval_cli import eval_command
 
     app.command("eval")(eval_command)

@@ -8,7 +8,9 @@ not the run.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from pathlib import Path
 from typing import Annotated
 
 import asyncpg
@@ -109,3 +111,32 @@ async def _watch(pool: asyncpg.Pool, run_id: str, poll_s: float) -> int:
 
 def _duration(seconds: float) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(max(0.0, seconds)))
+
+
+def eval_rag(
+    cases: Annotated[str, typer.Option("--set", help="dev, test, or a JSONL file of cases")] = "dev",
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the report document here")] = None,
+    markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the Markdown tables here")] = None,
+) -> None:
+    """Retrieval quality per mode (vector, lexical, hybrid): hit@1, hit@5, MRR, p95 latency."""
+    from retrieval.rag_eval import (
+        RagEvalFileError,
+        eval_installation,
+        load_rag_cases,
+        render_markdown,
+        resolve_set,
+    )
+
+    settings = get_settings()
+    settings.require_services(redis=False)
+    try:
+        report = asyncio.run(eval_installation(settings, load_rag_cases(resolve_set(cases))))
+    except RagEvalFileError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+    text = render_markdown(report, title=f"RAG retrieval ({cases})")
+    typer.echo(text)
+    if json_out is not None:
+        json_out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if markdown_out is not None:
+        markdown_out.write_text(text, encoding="utf-8")

@@ -8,6 +8,7 @@ manager runs inside the FastAPI lifespan (`lifespan`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -106,10 +107,27 @@ def mount_mcp(app: FastAPI, settings: Settings) -> Callable[[AppState], Abstract
         endpoint.manager = StreamableHTTPSessionManager(
             app=server, stateless=True, json_response=True, security_settings=transport_security(settings),
         )
+        manager = endpoint.manager
+        ready, stop = asyncio.Event(), asyncio.Event()
+
+        async def run_manager() -> None:
+            # The SDK's task group must be entered and left by one task; a lifespan may be left by
+            # another (an async fixture, some servers), so the manager lives in a task of its own.
+            async with manager.run():
+                ready.set()
+                await stop.wait()
+
+        runner = asyncio.create_task(run_manager())
         try:
-            async with endpoint.manager.run():
-                yield
+            started = asyncio.create_task(ready.wait())
+            await asyncio.wait({runner, started}, return_when=asyncio.FIRST_COMPLETED)
+            started.cancel()
+            if runner.done():
+                runner.result()  # the manager failed to start: raise its error
+            yield
         finally:
+            stop.set()
+            await runner
             endpoint.manager = endpoint.state = None
 
     return lifespan

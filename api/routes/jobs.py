@@ -89,7 +89,9 @@ async def cancel_job(job_id: JobId, request: Request, key: CurrentKey, pool: Poo
     responses={
         200: {
             "description": "`text/event-stream`: one event per step (`queued`, `running`, `routing`, "
-            "`llm_round`, `tool_started`, `tool_finished`, `rate_limited`, `fallback`, `requeued`), "
+            "`llm_round`, `tool_started`, `tool_finished`, `rate_limited`, `fallback`, `requeued`; while a RAG "
+            "answer is written, `answer_delta` {text} and `answer_reset`: the deltas since the last reset "
+            "concatenate to the final answer), "
             "ending after the final status (`succeeded`, `failed`, `cancelled`). Each event's `id` may be "
             "sent back as `Last-Event-ID` to resume; `data` is JSON {jobId, kind, data, at}.",
             "content": {"text/event-stream": {"example": 'id: 12\nevent: running\ndata: {"jobId": "job_x", '

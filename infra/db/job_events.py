@@ -49,6 +49,11 @@ async def add_progress_event(conn: asyncpg.Connection, job_id: str, kind: str, d
     return event_id
 
 
+async def has_event(conn: asyncpg.Connection, job_id: str, kind: str) -> bool:
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM job_events WHERE job_id = $1 AND kind = $2)",
+                                    job_id, kind))
+
+
 async def events_after(conn: asyncpg.Connection, job_id: str, after_id: int = 0, *, limit: int = 200) -> list[JobEvent]:
     rows = await conn.fetch(
         "SELECT id, job_id, kind, data, created_at FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3",

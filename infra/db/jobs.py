@@ -45,10 +45,10 @@ class JobRow:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    source: str = "http"  # "http" | "mcp" (migration 0008)
+    source: str = "http"  # "http" | "mcp" (migration 0006)
     client: str | None = None  # the MCP client's "name/version"
     tool_call: dict[str, Any] | None = None  # {tool, arguments}: the caller chose the tool (MCP)
-    language: str | None = None  # the client's material language (migration 0009)
+    language: str | None = None  # the client's material language (migration 0007)
 
 
 def _job(row: asyncpg.Record) -> JobRow:
@@ -57,7 +57,7 @@ def _job(row: asyncpg.Record) -> JobRow:
 
 def _job_from(values: dict[str, Any]) -> JobRow:
     values["status"] = JobStatus(values["status"])
-    if isinstance(values.get("tool_call"), str):  # stored as JSON text (migration 0008)
+    if isinstance(values.get("tool_call"), str):  # stored as JSON text (migration 0006)
         values["tool_call"] = json.loads(values["tool_call"])
     return JobRow(**values)
 

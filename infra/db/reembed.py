@@ -62,6 +62,8 @@ class LocalizationText:
     title: str
     summary: str
     body_text: str
+    body: str = ""  # as imported: chunking re-reads it with the current markup parser
+    body_format: str = "html"
 
 
 _RUN_SELECT = """
@@ -115,7 +117,7 @@ async def fetch_localizations(conn: asyncpg.Connection | asyncpg.Pool, ids: Sequ
     """The visible ones among ``ids`` (hidden or deleted since the run was planned drop out)."""
     rows = await conn.fetch(
         """
-        SELECT id, article_id, language, title, summary, body_text FROM localizations
+        SELECT id, article_id, language, title, summary, body_text, body, body_format FROM localizations
         WHERE id = ANY($1::text[]) AND published AND NOT hidden
         ORDER BY id
         """,

@@ -143,9 +143,11 @@ class VectorStore(Protocol):
         limit: int,
         language: str | None = None,
         scope: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
     ) -> list[Hit]:
         """Top-``limit`` chunks; ``language`` and ``scope`` (localization ids) filter inside
-        the engine's query. An empty scope returns [] without querying."""
+        the engine's query; so does ``exclude`` (localization ids never returned: those hidden since
+        indexing). An empty scope returns [] without querying."""
         ...
 
     def optimize(self, name: str) -> None:

@@ -158,6 +158,7 @@ class EdgeVectorStore:
         limit: int,
         language: str | None = None,
         scope: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
     ) -> list[Hit]:
         if scope is not None and not scope:
             return []  # an empty scope never searches the whole collection
@@ -166,13 +167,16 @@ class EdgeVectorStore:
             must.append(qe.FieldCondition("language", match=qe.MatchValue(language)))
         if scope is not None:
             must.append(qe.FieldCondition("localization_id", match=qe.MatchAny(list(scope))))
+        must_not: list[qe.ConditionType] = []
+        if exclude:
+            must_not.append(qe.FieldCondition("localization_id", match=qe.MatchAny(list(exclude))))
         shard = self._shard(name)
         self.query_count += 1
         points = shard.query(
             qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest([float(x) for x in vector]),
-                filter=qe.Filter(must=must) if must else None,  # inside the query: pre-filter
+                filter=qe.Filter(must=must, must_not=must_not) if must or must_not else None,  # pre-filter
                 with_payload=True,
             )
         )

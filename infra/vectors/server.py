@@ -171,6 +171,7 @@ class ServerVectorStore:
         limit: int,
         language: str | None = None,
         scope: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
     ) -> list[Hit]:
         if scope is not None and not scope:
             return []  # an empty scope never searches the whole collection
@@ -179,12 +180,15 @@ class ServerVectorStore:
             must.append(models.FieldCondition(key="language", match=models.MatchValue(value=language)))
         if scope is not None:
             must.append(models.FieldCondition(key="localization_id", match=models.MatchAny(any=list(scope))))
+        must_not: list[models.Condition] = []
+        if exclude:
+            must_not.append(models.FieldCondition(key="localization_id", match=models.MatchAny(any=list(exclude))))
         self.query_count += 1
         response = self._call(
             lambda: self.client.query_points(
                 name,
                 query=[float(x) for x in vector],
-                query_filter=models.Filter(must=must) if must else None,  # inside the query: pre-filter
+                query_filter=models.Filter(must=must, must_not=must_not) if must or must_not else None,  # pre-filter
                 limit=limit,
                 with_payload=True,
             )

@@ -286,3 +286,56 @@ def test_more_jobs_than_worker_threads_all_finish(client: httpx.Client, llm: Scr
     docs = [wait_for_job(client, job_id, timeout=60) for job_id in job_ids]
     assert [d["status"] for d in docs] == ["succeeded"] * 8, [d["error"] for d in docs]
     assert all(d["attempts"] == 1 for d in docs)
+
+
+def _read_sse(client: httpx.Client, job_id: str, *, last_event_id: str | None = None,
+              stop_at: str | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """The job's SSE events (id, kind, data) until the stream ends or the first `stop_at` event."""
+    import json
+
+    headers = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    events: list[tuple[int, str, dict[str, Any]]] = []
+    with client.stream("GET", f"/v1/jobs/{job_id}/events", headers=headers, timeout=60) as response:
+        assert response.status_code == 200
+        block: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line == "":
+                if "event" in block:
+                    events.append((int(block["id"]), block["event"], json.loads(block["data"])))
+                    if block["event"] == stop_at:
+                        break
+                block = {}
+            elif not line.startswith(":"):
+                name, _, value = line.partition(": ")
+                block[name] = value
+    return events
+
+
+def test_answer_deltas_stream_before_the_end_and_resume_without_loss(
+    client: httpx.Client, llm: ScriptedLLM, indexed_articles: list[str], settings: Settings
+) -> None:
+    words = " ".join(f"step{i}" for i in range(60))
+    llm.script(
+        ToolCall("AskArticles", {"question": "Which Ruby release should I upgrade to?", "language": "en"}),
+        Text(f"Upgrade to the latest patch release [1]. {words}.", chunk_delay_s=0.05),
+    )
+    # A question of its own: another test's routing decision for the same question would be cached.
+    job_id = _submit(client, question="Which Ruby release should I upgrade to?")
+    first = _read_sse(client, job_id, stop_at="answer_delta")  # then the client drops
+    assert first[-1][1] == "answer_delta"
+    rest = _read_sse(client, job_id, last_event_id=str(first[-1][0]))
+    events = first + rest
+    ids = [e[0] for e in events]
+    assert ids == sorted(set(ids))  # no duplicate, in order
+    kinds = [e[1] for e in events]
+    assert kinds[-1] == "succeeded" and kinds.count("answer_delta") > 3
+    assert max(i for i, k, _ in events if k == "answer_delta") < ids[-1]  # deltas came before the end
+    doc = wait_for_job(client, job_id)
+    assert doc["result"]["answerKind"] == "llm", (doc["result"].get("message"), query(
+        settings, "SELECT error FROM audit_events WHERE job_id = $1", job_id))
+    streamed = "".join(d["data"]["text"] for _, k, d in events if k == "answer_delta")
+    assert streamed == doc["result"]["answer"] == f"Upgrade to the latest patch release [1]. {words}."
+    # Nothing was lost in the reconnect: the stream holds every delta event the job wrote.
+    stored = [r["id"] for r in query(
+        settings, "SELECT id FROM job_events WHERE job_id = $1 AND kind = 'answer_delta' ORDER BY id", job_id)]
+    assert stored == [i for i, k, _ in events if k == "answer_delta"]

@@ -28,3 +28,18 @@ def test_missing_service_urls_say_what_to_do(monkeypatch: pytest.MonkeyPatch) ->
 def test_llm_unset_means_degraded_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TURNOUT_LLM_BASE_URL", raising=False)
     assert Settings().llm_configured is False
+
+
+def test_rag_retrieval_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNOUT_RAG_RETRIEVAL", "lexical")
+    monkeypatch.setenv("TURNOUT_RAG_LEXICAL_WEIGHT", "3")
+    settings = Settings()
+    assert settings.rag_retrieval == "lexical" and settings.rag_lexical_weight == 3.0
+    monkeypatch.setenv("TURNOUT_RAG_RETRIEVAL", "fuzzy")
+    with pytest.raises(ValidationError, match="rag_retrieval"):
+        Settings()
+    monkeypatch.setenv("TURNOUT_RAG_RETRIEVAL", "hybrid")
+    monkeypatch.setenv("TURNOUT_RAG_LEXICAL_WEIGHT", "0")
+    monkeypatch.setenv("TURNOUT_RAG_VECTOR_WEIGHT", "0")
+    with pytest.raises(ValidationError, match="both 0"):
+        Settings()

@@ -15,6 +15,7 @@ from retrieval.chunking import (
     chunk_localization,
     estimate_tokens,
     point_id,
+    split_sentences,
     split_text,
 )
 from tests.support.services import SHARED_CORPUS
@@ -77,3 +78,22 @@ def test_real_corpus_chunks_stay_within_the_model_size() -> None:
     assert len(sizes) > len(records)
     assert max(sizes) <= MAX_CHARS
     assert sum(sizes) / len(sizes) > MAX_CHARS / 2  # packed, not one sentence per chunk
+
+
+@pytest.mark.parametrize(("paragraph", "sentences"), [
+    ("Das gilt z. B. für Ruby. Es gibt bzw. gab Probleme, d. h. Fehler. Neu ist ca. 5 %. Ende.",
+     ["Das gilt z. B. für Ruby.", "Es gibt bzw. gab Probleme, d. h. Fehler.", "Neu ist ca. 5 %.", "Ende."]),
+    ("Это значит, т. е. проще говоря, всё хорошо. См. рис. 3 ниже. Готово!",
+     ["Это значит, т. е. проще говоря, всё хорошо.", "См. рис. 3 ниже.", "Готово!"]),
+    ("Use a client, e.g. certbot. Renew often, i.e. twice a day. Dr. Smith agrees. Really? Yes.",
+     ["Use a client, e.g. certbot.", "Renew often, i.e. twice a day.", "Dr. Smith agrees.", "Really?", "Yes."]),
+    ("Ruby 3.4.0 was released. Version 2.7 is EOL.", ["Ruby 3.4.0 was released.", "Version 2.7 is EOL."]),
+])
+def test_sentences_end_where_sentences_end_not_after_abbreviations(paragraph: str, sentences: list[str]) -> None:
+    assert split_sentences(paragraph) == sentences
+
+
+def test_chunks_never_start_inside_an_abbreviation() -> None:
+    text = " ".join(f"Satz {i} nennt z. B. das Thema {i} und bzw. den Fall {i}." for i in range(40))
+    chunks = split_text(text, max_chars=200, overlap_chars=60)
+    assert all(c.startswith("Satz ") for c in chunks)

@@ -30,7 +30,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -63,6 +63,7 @@ class Text:
     prompt_tokens: int = 100
     completion_tokens: int = 30
     finish_reason: str = "stop"
+    chunk_delay_s: float = 0.0  # a streamed request (`"stream": true`) gets a word per chunk, this far apart
 
 
 @dataclass
@@ -216,7 +217,35 @@ class ScriptedLLM:
         while isinstance(step, Delay):
             await asyncio.sleep(step.seconds)
             step = step.then
+        if body.get("stream") and isinstance(step, Text):
+            return self._stream(step, body)
         return self._render(step, body.get("model", "scripted"))
+
+    def _stream(self, step: Text, body: dict[str, Any]) -> Response:
+        """The OpenAI streaming shape: `data:` chunks of the content (a word and its trailing
+        space each), the usage chunk when asked for (`stream_options.include_usage`), `[DONE]`."""
+        model = body.get("model", "scripted")
+        completion_id = f"chatcmpl-{next(self._ids)}"
+        pieces = re.findall(r"\S+\s*|\s+", step.content)
+
+        def chunk(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> str:
+            payload = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                       "model": model, "choices": choices, "usage": usage}
+            return f"data: {json.dumps(payload)}\n\n"
+
+        async def events() -> Any:
+            yield chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+            for piece in pieces:
+                if step.chunk_delay_s:
+                    await asyncio.sleep(step.chunk_delay_s)
+                yield chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
+            yield chunk([{"index": 0, "delta": {}, "finish_reason": step.finish_reason}])
+            if (body.get("stream_options") or {}).get("include_usage"):
+                yield chunk([], {"prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
+                                 "total_tokens": step.prompt_tokens + step.completion_tokens})
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
 
     def _render(self, step: Reply, model: str) -> Response:
         if isinstance(step, HttpError):

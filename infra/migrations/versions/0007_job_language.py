@@ -4,14 +4,14 @@ The seed's language rule (issue 15): the articles' language defaults to the lang
 question is written in; a client may pass its own default, which a language named in the
 question still overrides. NULL: the client passed none.
 
-Revision ID: 0009
-Revises: 0004
+Revision ID: 0007
+Revises: 0006
 """
 
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0007"
+down_revision = "0006"
 
 
 def upgrade() -> None:

@@ -7,13 +7,13 @@ gateway must judge exactly what was sent.
 Audit rows carry the job's source and client too: a BEFORE INSERT trigger copies them from the
 job, so every writer of audit rows (router, RAG, journal) stays as it is.
 
-Revision ID: 0008
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 """
 
 from alembic import op
 
-revision = "0008"
+revision = "0006"
 down_revision = "0005"
 
 UPGRADE = [

@@ -1,0 +1,201 @@
+"""SQL for the lexical half of RAG retrieval: chunk text per collection version (migration 0008).
+
+The rows mirror the points of the version's vector collection (same point ids, same text), are
+written by the same re-embedding batch and read with the same version name, so reads switch
+versions for both lists at once (retrieval/reembed.py, retrieval/hybrid.py).
+
+The question becomes an OR of its lexemes, per chunk language in that language's own
+configuration (stop words dropped, words stemmed): a question is prose, and requiring every word
+(websearch_to_tsquery's AND) would find nothing for most of them. Ranking: the sum of the matched
+lexemes' inverse document frequency in the version (a title match counts double), plus
+ts_rank_cd (cover density) to break ties. IDF is what makes a rare "-27820" or "gzipread"
+outweigh "ruby" and "cve"; plain ts_rank_cd has no notion of rarity (dev set: lexical hit@5
+0.81 with ts_rank_cd alone, 0.94 with IDF). Document frequencies come from ``rag_lexicon``,
+built once per version at finalization, so a question costs index lookups, not counts; only the
+``KEPT_TERMS`` rarest lexemes of each language select and score candidates, which keeps the
+ranked set small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from infra.db.search import TS_CONFIG, PoolOrConnection
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    point_id: str
+    localization_id: str
+    article_id: str
+    language: str
+    position: int
+    title: str
+    text: str
+    content_hash: str
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    score: float
+    chunk: ChunkRow
+
+
+_COLUMNS = "point_id, localization_id, article_id, language, position, title, text, content_hash"
+
+
+async def write_chunks(conn: PoolOrConnection, collection: str, rows: Sequence[ChunkRow]) -> None:
+    """Insert or replace these chunks of ``collection`` (idempotent: a batch may run twice)."""
+    if not rows:
+        return
+    await conn.executemany(
+        f"""
+        INSERT INTO rag_chunks (collection, {_COLUMNS}) VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
+        ON CONFLICT (collection, point_id) DO UPDATE SET
+            localization_id = EXCLUDED.localization_id, article_id = EXCLUDED.article_id,
+            language = EXCLUDED.language, position = EXCLUDED.position, title = EXCLUDED.title,
+            text = EXCLUDED.text, content_hash = EXCLUDED.content_hash
+        """,  # noqa: S608 (constant column list)
+        [(collection, r.point_id, r.localization_id, r.article_id, r.language, r.position, r.title, r.text,
+          r.content_hash) for r in rows],
+    )
+
+
+async def delete_localization_chunks(
+    conn: PoolOrConnection, collection: str, localization_ids: Sequence[str], *, keep: Sequence[str] = ()
+) -> None:
+    """Delete these localizations' chunks except the point ids in ``keep`` (as the vector store's
+    ``delete_localizations``)."""
+    await conn.execute(
+        """
+        DELETE FROM rag_chunks
+        WHERE collection = $1 AND localization_id = ANY($2::text[]) AND NOT (point_id = ANY($3::uuid[]))
+        """,
+        collection, list(localization_ids), list(keep),
+    )
+
+
+async def build_lexicon(conn: PoolOrConnection, collection: str) -> int:
+    """(Re)compute the version's lexeme document frequencies from its chunks; returns the number
+    of lexemes. Run once per version, when its chunks are complete (finalization)."""
+    await conn.execute("DELETE FROM rag_lexicon WHERE collection = $1", collection)
+    await conn.execute(
+        """
+        INSERT INTO rag_lexicon (collection, lexeme, ndoc)
+        SELECT $1, word, ndoc FROM ts_stat(format('SELECT search_vector FROM rag_chunks WHERE collection = %L', $1::text))
+        UNION ALL SELECT $1, '', count(*) FROM rag_chunks WHERE collection = $1
+        """,
+        collection,
+    )
+    return int(await conn.fetchval("SELECT count(*) - 1 FROM rag_lexicon WHERE collection = $1", collection))
+
+
+async def count_chunks(conn: PoolOrConnection, collection: str) -> int:
+    return int(await conn.fetchval("SELECT count(*) FROM rag_chunks WHERE collection = $1", collection))
+
+
+async def chunks_of(conn: PoolOrConnection, collection: str, localization_ids: Sequence[str]) -> list[ChunkRow]:
+    rows = await conn.fetch(
+        "SELECT point_id::text, localization_id, article_id, language, position, title, text, content_hash "
+        "FROM rag_chunks WHERE collection = $1 AND localization_id = ANY($2::text[]) "
+        "ORDER BY localization_id, position",
+        collection, list(localization_ids),
+    )
+    return [ChunkRow(**dict(r)) for r in rows]
+
+
+async def indexed_localizations(conn: PoolOrConnection, collection: str, ids: Sequence[str]) -> list[str]:
+    """Of ``ids``, the localizations with chunks in ``collection``."""
+    rows = await conn.fetch(
+        "SELECT DISTINCT localization_id FROM rag_chunks WHERE collection = $1 AND localization_id = ANY($2::text[])",
+        collection, list(ids),
+    )
+    return [r["localization_id"] for r in rows]
+
+
+async def invisible_indexed(conn: PoolOrConnection, collection: str) -> list[str]:
+    """Localizations with chunks in ``collection`` that are hidden, unpublished or deleted since
+    they were indexed: the vector query excludes them inside the engine, before its top-K."""
+    rows = await conn.fetch(
+        """
+        SELECT DISTINCT c.localization_id FROM rag_chunks c
+        LEFT JOIN localizations l ON l.id = c.localization_id
+        WHERE c.collection = $1 AND (l.id IS NULL OR NOT l.published OR l.hidden)
+        """,
+        collection,
+    )
+    return [r["localization_id"] for r in rows]
+
+
+# The question's lexemes per language, in that language's own configuration (stop words dropped,
+# words stemmed). Lexemes with a backslash are left out: tsquery quoting cannot hold them safely,
+# and no lexeme of a question needs one.
+_TERMS = " UNION ALL ".join(
+    f"SELECT '{lang}'::text AS language, x AS lexeme, quote_literal(x)::tsquery AS query, "  # noqa: S608 (constants)
+    f"(quote_literal(x) || ':A')::tsquery AS in_title "
+    f"FROM unnest(tsvector_to_array(to_tsvector('{cfg}', $2))) AS x WHERE strpos(x, E'\\\\') = 0"
+    for lang, cfg in TS_CONFIG.items()
+)
+# Only the question's rarest lexemes (in the version's lexicon) per language select and score
+# candidates: common ones ("ruby" in a Ruby news corpus, German "in" under the German
+# configuration of an English question) would rank thousands of chunks for little information.
+# The rarest are what a question names (a CVE number, a package, a version). Measured this way
+# on the dev and test halves (docs/rag.md).
+KEPT_TERMS = 2
+
+
+async def lexical_search(
+    conn: PoolOrConnection,
+    collection: str,
+    question: str,
+    *,
+    limit: int,
+    language: str | None = None,
+    scope: Sequence[str] | None = None,
+) -> list[LexicalHit]:
+    """The top-``limit`` chunks of ``collection`` for ``question``; ``language``, ``scope``
+    (localization ids) and visibility (published, not hidden) restrict the rows *before* the
+    ranking and the limit. An empty scope returns [] without a query."""
+    if scope is not None and not scope:
+        return []
+    if language is not None and language not in TS_CONFIG:
+        raise ValueError(f"unsupported language {language!r}")
+    rows = await conn.fetch(
+        f"""
+        WITH terms AS MATERIALIZED ({_TERMS}),
+        weighted AS MATERIALIZED (
+            SELECT t.language, t.query, t.in_title,
+                   ln(1 + (total.ndoc + 0.5) / (s.ndoc + 0.5)) AS idf,
+                   row_number() OVER (PARTITION BY t.language ORDER BY s.ndoc) AS rarity
+            FROM terms t
+            JOIN rag_lexicon total ON total.collection = $1 AND total.lexeme = ''
+            JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
+        ),
+        kept AS MATERIALIZED (SELECT * FROM weighted WHERE rarity <= $6),
+        q AS MATERIALIZED (
+            SELECT language, string_agg(query::text, ' | ')::tsquery AS query FROM kept GROUP BY language
+        )
+        SELECT c.point_id::text, c.localization_id, c.article_id, c.language, c.position, c.title, c.text,
+               c.content_hash,
+               (SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
+                WHERE w.language = c.language AND c.search_vector @@ w.query)
+               + ts_rank_cd(c.search_vector, q.query) AS score
+        FROM rag_chunks c
+        JOIN q ON q.language = c.language
+        JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
+        WHERE c.collection = $1
+          AND c.search_vector @@ q.query
+          AND ($3::text IS NULL OR c.language = $3)
+          AND ($4::text[] IS NULL OR c.localization_id = ANY($4::text[]))
+        ORDER BY score DESC, c.localization_id, c.position
+        LIMIT $5
+        """,  # noqa: S608 (constant fragments)
+        collection, question, language, list(scope) if scope is not None else None, limit,
+        KEPT_TERMS,
+    )
+    return [
+        LexicalHit(float(r["score"]), ChunkRow(**{k: r[k] for k in ChunkRow.__dataclass_fields__}))
+        for r in rows
+    ]
+

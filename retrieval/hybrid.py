@@ -1,0 +1,141 @@
+"""Hybrid retrieval for RAG: the Qdrant vector query and PostgreSQL full-text search over the
+same version's chunks, fused by reciprocal rank fusion (RRF).
+
+Both lists are restricted by the same language and scope (localization ids) *inside* their own
+query, before their own top-K, and both leave out localizations hidden or unpublished since
+indexing (Postgres joins `published AND NOT hidden`; the vector query gets them as an exclusion
+filter). So the fused list can only hold chunks both sides were allowed to return: a scope never
+widens, whatever the text matches elsewhere.
+
+RRF: score(chunk) = Σ weight_list / (rrf_k + rank_in_list), ranks from 1. It needs no score
+calibration between a cosine similarity and a ts_rank, which are not comparable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from infra.db import rag_chunks as chunks_db
+from infra.db.collections import CollectionVersion
+from infra.settings import RetrievalMode, Settings
+from infra.vectors import Hit, StoredChunk, VectorStore
+from retrieval.embeddings import EmbedderRegistry
+from retrieval.rerank import Reranker
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    mode: RetrievalMode = RetrievalMode.HYBRID
+    top_k: int = 8
+    candidates: int = 30  # per list, before fusion
+    rrf_k: int = 10
+    vector_weight: float = 1.0
+    lexical_weight: float = 2.0
+    rerank: bool = False  # rerank the fused list (needs a reranker passed to `retrieve`)
+    rerank_candidates: int = 20
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, mode: RetrievalMode | None = None, rerank: bool | None = None
+    ) -> RetrievalConfig:
+        return cls(
+            mode=mode or settings.rag_retrieval,
+            top_k=settings.limits.rag_top_k,
+            candidates=max(settings.rag_candidates, settings.limits.rag_top_k),
+            rrf_k=settings.rag_rrf_k,
+            vector_weight=settings.rag_vector_weight,
+            lexical_weight=settings.rag_lexical_weight,
+            rerank=bool(settings.rag_rerank_url) if rerank is None else rerank,
+            rerank_candidates=max(settings.rag_rerank_candidates, settings.limits.rag_top_k),
+        )
+
+
+@dataclass
+class Retrieved:
+    hits: list[Hit]
+    vector_hits: list[Hit] = field(default_factory=list)
+    lexical_hits: list[Hit] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+
+def lexical_to_hit(hit: chunks_db.LexicalHit) -> Hit:
+    c = hit.chunk
+    return Hit(hit.score, StoredChunk(
+        id=c.point_id, localization_id=c.localization_id, article_id=c.article_id, language=c.language,
+        position=c.position, text=c.text, content_hash=c.content_hash,
+    ))
+
+
+def fuse(ranked: Sequence[tuple[float, Sequence[Hit]]], *, rrf_k: int, limit: int) -> list[Hit]:
+    """Reciprocal rank fusion of ranked lists (weight, hits); ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for weight, hits in ranked:
+        for rank, hit in enumerate(hits, start=1):
+            key = hit.chunk.id
+            scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
+            first.setdefault(key, hit)
+    order = sorted(scores, key=lambda k: -scores[k])  # stable: first-seen order among equals
+    return [Hit(scores[k], first[k].chunk) for k in order[:limit]]
+
+
+async def retrieve(
+    pool: asyncpg.Pool,
+    store: VectorStore,
+    embedders: EmbedderRegistry,
+    version: CollectionVersion,
+    question: str,
+    *,
+    language: str | None,
+    scope: Sequence[str] | None,
+    config: RetrievalConfig,
+    deadline: float | None = None,
+    reranker: Reranker | None = None,
+) -> Retrieved:
+    """The chunks to answer from, best first (at most ``config.top_k``). An empty scope returns
+    nothing and queries nothing."""
+    started = time.monotonic()
+    if scope is not None and not scope:
+        return Retrieved([])
+    use_vector = config.mode is not RetrievalMode.LEXICAL
+    use_lexical = config.mode is not RetrievalMode.VECTOR
+    limit = config.candidates if config.mode is RetrievalMode.HYBRID else config.top_k
+
+    async def vector_list() -> list[Hit]:
+        if not use_vector:
+            return []
+        vectors, excluded = await asyncio.gather(
+            embedders.get(version.model).embed([question], deadline=deadline),
+            chunks_db.invisible_indexed(pool, version.name),
+        )
+        return await asyncio.to_thread(
+            store.search, version.name, vectors[0], limit=limit, language=language, scope=scope, exclude=excluded,
+        )
+
+    async def lexical_list() -> list[Hit]:
+        if not use_lexical:
+            return []
+        found = await chunks_db.lexical_search(
+            pool, version.name, question, limit=limit, language=language, scope=scope
+        )
+        return [lexical_to_hit(h) for h in found]
+
+    vector_hits, lexical_hits = await asyncio.gather(vector_list(), lexical_list())
+    if config.mode is RetrievalMode.VECTOR:
+        hits = vector_hits[: config.top_k]
+    elif config.mode is RetrievalMode.LEXICAL:
+        hits = lexical_hits[: config.top_k]
+    else:
+        hits = fuse(
+            [(config.vector_weight, vector_hits), (config.lexical_weight, lexical_hits)],
+            rrf_k=config.rrf_k, limit=config.rerank_candidates if config.rerank and reranker else config.top_k,
+        )
+    if config.rerank and reranker is not None:
+        # After fusion, on the fused (scoped, visible) candidates only: it reorders, never adds.
+        hits = await reranker.rerank(question, hits, limit=config.top_k, deadline=deadline)
+    return Retrieved(hits, vector_hits, lexical_hits, round((time.monotonic() - started) * 1000, 2))

@@ -1,0 +1,93 @@
+"""Streamed answers: `answer_delta` job events while the answer model streams (real Postgres,
+real engine, the scripted LLM streaming over real HTTP); their text equals the final answer."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from infra.db.api_keys import create_key
+from infra.db.job_events import JobEvent, events_after
+from infra.db.jobs import create_job
+from infra.settings import Settings
+from infra.status import ResultStatus
+from infra.vectors import VectorStore
+from retrieval.answer_stream import DELTA, RESET
+from retrieval.rag import RagContext, answer_question
+from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
+from tests.support.llm_server import HttpError, ScriptedLLM, Text
+
+FIXTURES = (rag_db, rag_settings, store)
+QUESTION = "How do I renew my TLS certificate automatically?"
+
+
+@pytest.fixture
+async def ctx(rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore) -> RagContext:
+    context = make_ctx(rag_settings, rag_db, store)
+    await load(rag_db)
+    await index(context)
+    return context
+
+
+async def _job(pool: asyncpg.Pool) -> str:
+    async with pool.acquire() as conn:
+        key = await create_key(conn, "stream-test")
+        job, _ = await create_job(conn, api_key_id=key.key.id, question=QUESTION, answer_language="en",
+                                  page_size=None, webhook_url=None, idempotency_key=None, request_hash="h",
+                                  lease_s=60)
+    return job.id
+
+
+async def _events(pool: asyncpg.Pool, job_id: str) -> list[JobEvent]:
+    async with pool.acquire() as conn:
+        return await events_after(conn, job_id)
+
+
+def _streamed_text(events: list[JobEvent]) -> str:
+    """What a client shows: the deltas since the last reset."""
+    text = ""
+    for event in events:
+        if event.kind == RESET:
+            text = ""
+        elif event.kind == DELTA:
+            text += event.data["text"]
+    return text
+
+
+async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(ctx: RagContext, llm: ScriptedLLM) -> None:
+    job_id = await _job(ctx.pool)
+    words = " ".join(f"word{i}" for i in range(40))
+    llm.script(HttpError(500, "retry me"), Text(f"  \n Renew it with the ACME client [1]. {words} [2].  \n",
+                                                chunk_delay_s=0.01))
+    outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None,
+                                    job_id=job_id)
+    assert outcome.status is ResultStatus.ANSWERED and outcome.answer_kind == "llm"
+    assert outcome.answer == f"Renew it with the ACME client [1]. {words} [2]."
+    assert llm.chat_requests[-1]["stream"] is True and outcome.usage.input_tokens == 100
+    events = await _events(ctx.pool, job_id)
+    deltas = [e for e in events if e.kind == DELTA]
+    assert len(deltas) > 3 and _streamed_text(events) == outcome.answer
+    assert deltas[0].created_at < deltas[-1].created_at  # written while the model was still talking
+    assert [e.id for e in events] == sorted(e.id for e in events)
+
+
+async def test_a_rerun_resets_and_an_extractive_answer_streams_its_passages(
+    ctx: RagContext, llm: ScriptedLLM
+) -> None:
+    job_id = await _job(ctx.pool)
+    llm.script(Text("First answer [1]."))
+    await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None, job_id=job_id)
+    llm.fail_every_call("the model is down")
+    second = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None,
+                                   job_id=job_id)
+    assert second.answer_kind == "extractive" and second.answer is not None
+    events = await _events(ctx.pool, job_id)
+    assert RESET in [e.kind for e in events]
+    assert _streamed_text(events) == second.answer
+    assert "First answer" not in _streamed_text(events)
+
+
+async def test_without_a_job_nothing_is_streamed(ctx: RagContext, llm: ScriptedLLM) -> None:
+    llm.script(Text("An answer [1]."))
+    outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None)
+    assert outcome.answer == "An answer [1]." and "stream" not in llm.chat_requests[-1]
