@@ -156,6 +156,9 @@ def _register_subcommands() -> None:
     from retrieval.cli import reembed
 
     app.command("reembed")(reembed)
+    from infra.llm_cli import llm_app
+
+    app.add_typer(llm_app, name="llm")
     from router.cli import eval_command
 
     app.command("eval")(eval_command)
