@@ -233,7 +233,7 @@ def test_answer_result_lifecycle_has_no_pages(
 
 def test_failed_job_has_a_clear_error(client: httpx.Client, llm: ScriptedLLM) -> None:
     # Four different invalid calls: the router gives up when the rounds run out.
-    llm.script(*(ToolCall("SearchArticles", {"text": "ruby", "page": page}) for page in (0, -1, -2, -3)))
+    llm.script(*(ToolCall("SearchArticles", {"text": "ruby", "sort": order}) for order in ("a", "b", "c", "d")))
     job_id = _submit(client, question="ruby ruby ruby, tell me something, anything at all")
     doc = wait_for_job(client, job_id)
     assert doc["status"] == "failed", doc
