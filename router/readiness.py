@@ -22,6 +22,7 @@ class ReadinessProbe:
         self.ttl_s = ttl_s
         self._checked_at = float("-inf")
         self._ready = False
+        self.last_failure = ""  # why the last probe said "not ready" (for the fallback's reason)
         self._lock = asyncio.Lock()
 
     async def __call__(self) -> bool:
@@ -34,6 +35,9 @@ class ReadinessProbe:
     async def _probe(self) -> bool:
         try:
             async with httpx.AsyncClient(timeout=_TIMEOUT_S) as client:
-                return (await client.get(self.url)).status_code == 200
-        except httpx.HTTPError:
+                status = (await client.get(self.url)).status_code
+        except httpx.HTTPError as exc:
+            self.last_failure = f"{self.url}: {type(exc).__name__}"
             return False
+        self.last_failure = f"{self.url} answered HTTP {status}"
+        return status == 200

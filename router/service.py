@@ -254,7 +254,10 @@ class _Run:
         if engine is None:
             return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)")
         if self.deps.llm_ready is not None and not await self.deps.llm_ready():
-            return await self._fallback("the local LLM is not ready yet (being built, downloaded or loaded)")
+            why = getattr(self.deps.llm_ready, "last_failure", "")
+            return await self._fallback(
+                "the local LLM is not ready yet (being built, downloaded or loaded)" + (f": {why}" if why else "")
+            )
         if self.cache is not None and not dry_run:
             # Most questions miss the cache: the first call's permit is asked for meanwhile. On a hit
             # it stays spent, which errs on the safe side (fewer calls than the limit, never more).

@@ -41,6 +41,7 @@ class LocalLLM:
         self.detail = ""
         self.restarts = 0
         self._argv: list[str] | None = None
+        self._launch_pending = False  # built and fetched: the main thread starts the server
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -82,13 +83,13 @@ class LocalLLM:
         return report
 
     def _bring_up(self) -> None:
+        """Background thread: build and fetch what is missing; the launch itself is `poll`'s."""
         try:
-            self._argv = ensure_server(self.config, self._progress("building"), self._cancel)
+            binary = ensure_server(self.config, self._progress("building"), self._cancel)
             model = ensure_weights(self.config, self._progress("downloading"))
-            if self._cancel.is_set():
-                return
-            self._argv = server_argv(self._argv, self.config, model, self.port)
-            self._launch()
+            self._argv = server_argv(binary, self.config, model, self.port)
+            self._set("starting", "llama-server is about to start")
+            self._launch_pending = True
         except LocalLLMError as exc:
             if not self._cancel.is_set():
                 self._set("failed", str(exc).splitlines()[0])
@@ -97,24 +98,21 @@ class LocalLLM:
             self._set("failed", f"{type(exc).__name__}: {exc}")
             self.step(f"local LLM failed, the stack stays in degraded mode: {type(exc).__name__}: {exc}")
 
-    def _launch(self) -> None:
-        assert self._argv is not None
-        self._set("starting", f"starting llama-server on {self.config.host}:{self.port}")
-        self.child = self._new_child()
+    def _await_ready(self, child: Child) -> None:
+        """Background thread: wait for /health, warm the prompt cache, then report ready."""
         health = self.config.health_url(self.port)
-        child = self.child
 
         def answering() -> bool:
-            if self._cancel.is_set() or child.exit_code() is not None:
-                return True
-            return is_ready(health)
+            return self._cancel.is_set() or child.exit_code() is not None or is_ready(health)
 
         wait_until(answering, timeout_s=_READY_TIMEOUT_S, interval_s=0.5)
         if self._cancel.is_set():
             return
         if child.exit_code() is not None or not is_ready(health):
-            raise LocalLLMError(f"llama-server did not become ready (exit {child.exit_code()}); last lines of "
-                                f"{child.log_path}:\n{child.log_tail(10)}")
+            self._set("failed", f"llama-server did not become ready (exit {child.exit_code()})")
+            self.step(f"local LLM failed, the stack stays in degraded mode: llama-server did not become ready "
+                      f"(exit {child.exit_code()}); last lines of {child.log_path}:\n{child.log_tail(10)}")
+            return
         if self.warm_up is not None:
             self._set("starting", "reading the router's system prompt into the prompt cache")
             try:
@@ -125,15 +123,27 @@ class LocalLLM:
         self.step(f"local LLM ready after {time.monotonic() - self._started:.0f}s: routing and answers "
                   f"now go to {self.config.base_url(self.port)}")
 
-    def _new_child(self) -> Child:
+    def _launch(self) -> None:
+        # Spawned from the stack's main thread: a child's PR_SET_PDEATHSIG fires when the *thread*
+        # that forked it exits, so a helper thread must never start it.
         assert self._argv is not None
-        return Child("llama-server", self._argv, log_path=self.logs / "llama-server.log",
-                     env=dict(os.environ)).start()
+        self._set("starting", f"starting llama-server on {self.config.host}:{self.port}")
+        self.child = Child("llama-server", self._argv, log_path=self.logs / "llama-server.log",
+                           env=dict(os.environ)).start()
+        self._thread = threading.Thread(target=self._await_ready, args=(self.child,), name="local-llm",
+                                        daemon=True)
+        self._thread.start()
 
-    # ---- supervision (called from the stack's watch loop) ----
+    # ---- supervision (the stack's main thread calls this about once a second) ----
     def poll(self) -> None:
+        if self._cancel.is_set():
+            return
+        if self._launch_pending:
+            self._launch_pending = False
+            self._launch()
+            return
         child = self.child
-        if child is None or self.phase != "ready" or self._cancel.is_set():
+        if child is None or self.phase != "ready":
             return
         code = child.exit_code()
         if code is None:
@@ -145,16 +155,7 @@ class LocalLLM:
             return
         self.restarts += 1
         self.step(f"llama-server exited (code {code}); restarting it ({self.restarts}/{_MAX_RESTARTS})")
-        self._thread = threading.Thread(target=self._relaunch, name="local-llm", daemon=True)
-        self._set("starting", "restarting llama-server")
-        self._thread.start()
-
-    def _relaunch(self) -> None:
-        try:
-            self._launch()
-        except LocalLLMError as exc:
-            self._set("failed", str(exc).splitlines()[0])
-            self.step(f"local LLM failed, the stack stays in degraded mode: {exc}")
+        self._launch()
 
     def banner_line(self) -> str:
         with self._lock:

@@ -268,6 +268,8 @@ class Stack:
 
     def check_children(self) -> None:
         """Raise when any service of the stack has died."""
+        if self.local_llm is not None:  # not fatal: restarted, or the stack stays degraded
+            self.local_llm.poll()
         for child in (self.api, self.router, self.front, self.vector, self.redis.child if self.redis else None):
             if child is None:
                 continue
@@ -341,8 +343,6 @@ class Stack:
         """Block until a signal arrives (StopRequested) or a service dies (EmbeddedError)."""
         while True:
             self.check_children()
-            if self.local_llm is not None:
-                self.local_llm.poll()
             time.sleep(interval_s)
 
     def stop(self) -> None:

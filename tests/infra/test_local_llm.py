@@ -148,7 +148,7 @@ def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, 
             return doc if doc["status"] in ("succeeded", "failed") else None
 
         doc = _wait_for(finished, 90, "the job")
-        assert doc["status"] == "succeeded" and doc["result"]["routedBy"] == "llm", doc
+        assert doc["status"] == "succeeded" and doc["result"]["routedBy"] == "llm", doc["result"]["routedReason"]
         assert doc["result"]["articles"]["totalItems"] > 0
         rounds = [r for r in asyncio.run(_audit(dsn, job_id)) if r["kind"] == "llm_round"]
         assert [r["loop_mode"] for r in rounds] == ["json_schema"]
