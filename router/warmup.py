@@ -33,9 +33,10 @@ async def _warm_up(settings: Settings) -> int:
     return response.input_tokens
 
 
-def warm_up(base_url: str) -> int:
+def warm_up(base_url: str, model: str | None = None) -> int:
     """One 1-token routing call against ``base_url``; returns the prompt tokens it read."""
     base = Settings()  # not the cached settings: the stack's environment was set just now
     limits = base.limits.model_copy(update={"llm_call_timeout_s": _WARM_UP_TIMEOUT_S})
-    settings = base.model_copy(update={"llm_base_url": base_url, "limits": limits, "llm_max_retries": 0})
+    settings = base.model_copy(update={"llm_base_url": base_url, "limits": limits, "llm_max_retries": 0,
+                                       "llm_router_model": model or base.llm_router_model})
     return asyncio.run(_warm_up(settings))

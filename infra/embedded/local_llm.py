@@ -11,6 +11,7 @@ stops it with the rest of the stack.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from infra.local_llm.build import ensure_server
 from infra.local_llm.config import MODEL_ALIAS, LocalLLMConfig, LocalLLMError
 from infra.local_llm.server import Phase, is_ready, server_argv, stack_env, write_state
 from infra.local_llm.weights import ensure_weights
+from infra.settings import Settings
 
 _READY_TIMEOUT_S = 300.0  # loading 1.1 GB from a cold disk on a busy machine
 _MAX_RESTARTS = 3
@@ -173,3 +175,34 @@ class LocalLLM:
             self.step("stopping llama-server")
             self.child.stop(timeout_s=10)
         self._set("stopped", "the stack stopped")
+
+
+
+def start_for_eval(settings: Settings) -> tuple[Settings, Callable[[], None]]:
+    """llama-server for the length of `turnout eval --local-llm`: built and fetched if needed,
+    started from this thread. Returns the settings pointing at it and how to stop it."""
+    config = LocalLLMConfig()
+
+    def report(what: str, done: int, total: int) -> None:
+        print(f"· local LLM: {what} {done}/{total}" if total else f"· local LLM: {what}", file=sys.stderr, flush=True)
+
+    binary = ensure_server(config, report)
+    model = ensure_weights(config, report)
+    port = config.port or free_port(config.host)
+    logs = settings.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    child = Child("llama-server", server_argv(binary, config, model, port), log_path=logs / "llama-server.log",
+                  env=dict(os.environ)).start()
+    health = config.health_url(port)
+    wait_until(lambda: child.exit_code() is not None or is_ready(health), timeout_s=_READY_TIMEOUT_S)
+    if not is_ready(health):
+        child.stop(timeout_s=10)
+        raise LocalLLMError(f"llama-server did not become ready (exit {child.exit_code()}); last lines of "
+                            f"{child.log_path}:\n{child.log_tail(10)}")
+    env = stack_env(config, port)
+    limits = settings.limits.model_copy(update={"llm_call_timeout_s": float(env["TURNOUT_LIMIT_LLM_CALL_TIMEOUT_S"])})
+    local = settings.model_copy(update={
+        "llm_base_url": env["TURNOUT_LLM_BASE_URL"], "llm_router_model": env["TURNOUT_LLM_ROUTER_MODEL"],
+        "limits": limits,
+    })
+    return local, lambda: child.stop(timeout_s=10)

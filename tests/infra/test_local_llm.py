@@ -177,3 +177,27 @@ def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, 
             except subprocess.TimeoutExpired:
                 proc.kill()
         os.environ.pop("FAKE_LLAMA_LOG", None)
+
+
+def test_eval_with_local_llm_starts_and_stops_the_server(tmp_path: Path) -> None:
+    model = tmp_path / "stand-in.gguf"
+    model.write_bytes(b"GGUF stand-in")
+    requests_log = tmp_path / "requests.jsonl"
+    env = {
+        **_clean_env(),
+        "TURNOUT_LOCAL_LLM_SERVER_COMMAND": f"{sys.executable} -m tests.support.fake_llama_server",
+        "TURNOUT_LOCAL_LLM_MODEL_PATH": str(model),
+        "TURNOUT_LOCAL_LLM_CACHE_DIR": str(tmp_path / "cache"),
+        "TURNOUT_DATA_DIR": str(tmp_path / "data"),
+        "FAKE_LLAMA_LOG": str(requests_log),
+    }
+    proc = subprocess.run([sys.executable, "-m", "infra", "eval", "--local-llm", "--limit", "2", "--json"], env=env,
+                          capture_output=True, text=True, timeout=180, cwd=services.REPO_ROOT)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert "qwen2.5-coder-1.5b-instruct @ http://127.0.0.1:" in report["router"] and "(json_schema)" in report["router"]
+    bodies = [json.loads(line) for line in requests_log.read_text().splitlines()]
+    assert bodies[0]["max_tokens"] == 1 and len(bodies) >= 3  # the warm-up, then the cases' rounds
+    assert {b["model"] for b in bodies} == {"qwen2.5-coder-1.5b-instruct"}
+    assert all(b["response_format"]["type"] == "json_schema" for b in bodies)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(model) in " ".join(p.info["cmdline"] or [])]
