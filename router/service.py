@@ -338,7 +338,8 @@ class _Run:
             if self.last_result is not None:
                 return self._finish(self.last_result, "llm")  # the model is done after "nothing found"
             if declined is not None:
-                return await self._hand_off(f"the model chose no tool ({_clip(declined)})", dry_run, declined=True)
+                # Its own reason stays in the audit: a model's words are never shown to the user.
+                return await self._hand_off("the model chose no tool", dry_run, declined=True)
             if corrected:
                 return await self._hand_off(
                     "the model answered in prose instead of calling a tool, also after a corrective round", dry_run
