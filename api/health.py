@@ -21,6 +21,7 @@ import httpx
 import redis.asyncio as aioredis
 from qdrant_client import AsyncQdrantClient
 
+from infra.local_llm.server import describe as describe_local_llm
 from infra.results import WireModel
 from infra.settings import EmbeddingProvider, Settings
 from infra.status import Queue
@@ -136,6 +137,10 @@ async def check_health(settings: Settings, pool: asyncpg.Pool, redis: aioredis.R
         status="not_configured", required=False,
         detail="not configured (degraded mode): deterministic routing, extractive answers",
     )
+    if settings.llm_ready_url:  # the local llama-server profile: say which router is live
+        note = describe_local_llm(settings.data_dir, up=checks["llm"].status == "up")
+        if note is not None:
+            checks["llm"] = checks["llm"].model_copy(update={"detail": note})
     ordered = {k: checks[k] for k in ("postgres", "redis", "vectorStore", "llm", "embeddings")}
     if any(ordered[k].status == "down" for k in REQUIRED):
         overall: Literal["ok", "degraded", "down"] = "down"

@@ -28,7 +28,7 @@ from infra.settings import Settings
 # Counter names (label names in the comments).
 LLM_CALLS = "llm_calls"  # kind (route | answer), outcome (see LLM_OUTCOMES)
 LLM_RETRIES = "llm_retries"  # kind
-FALLBACKS = "fallbacks"  # reason (no_llm | llm_unavailable | llm_rejected)
+FALLBACKS = "fallbacks"  # reason (no_llm | llm_not_ready | llm_unavailable | llm_rejected | declined | no_tool_call | repeated_rejection)
 RATE_LIMIT = "rate_limit"  # outcome (waited | gave_up)
 PAGE_CACHE = "page_cache"  # outcome (hit | miss)
 TOOL_RESENDS = "tool_resends"  # task (a search/RAG task sent again: its worker died)

@@ -88,6 +88,7 @@ class QuestionResult(WireModel):
     question: str | None = None  # the RAG question actually asked (normalized tool argument)
     coverage_limited: bool = False
     routed_by: Literal["llm", "fallback", "cache", "caller"] = "llm"  # caller: an MCP host chose the tool
+    routed_reason: str | None = None  # why the router went the way it did (fallback, refusal), in code's words
     tool: str | None = None  # the executed tool's name
     message: str | None = None  # a reason for refused / no_results / failed
     usage: Usage = Field(default_factory=Usage)

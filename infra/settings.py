@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     llm_answer_model: str = "gpt-4o-mini"
     llm_mode: LLMMode = LLMMode.TOOLS
     llm_max_retries: Annotated[int, Field(ge=0, le=10)] = 3
+    # Set by the local llama-server profile (`turnout up --local-llm`): while this URL does not
+    # answer 200, questions go straight to the deterministic router (degraded mode while the
+    # model is built, downloaded or loaded) instead of waiting for retries to fail.
+    llm_ready_url: str | None = None
 
     # Embeddings
     embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL

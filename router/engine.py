@@ -4,8 +4,12 @@ The engine never executes a tool. It speaks provider names only inside `complete
 registry maps them), so intents come back with canonical names. Two loop modes:
 
 - ``tools``: native tool calling (`tools`, `tool_choice="auto"`, `parallel_tool_calls=False`);
-- ``json_schema``: `response_format` with one JSON Schema `{tool, arguments}` for endpoints
-  whose models cannot call tools natively; the decision becomes the same intents.
+- ``json_schema``: `response_format` with one JSON Schema per tool (`anyOf` of `{tool: const,
+  arguments: that tool's fields}`, plus a decline) for endpoints whose models cannot call tools
+  natively (llama.cpp turns it into a grammar); the decision becomes the same intents.
+
+Routing is a classification: temperature 0. The conversation is re-serialised as the model
+writes it (compact, unescaped UTF-8): escaped Cyrillic would teach it to write `\\u…` back.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from tenacity import RetryError
 
 from infra.llm import counted_call, create_llm_client, llm_retrying
 from infra.settings import LLMMode, Settings
-from router.tools import ToolRegistry
+from router.prompt import JSON_RETRY_HINT
+from router.tools import ToolRegistry, decision_schema
 
 
 @dataclass(frozen=True)
@@ -123,16 +128,7 @@ class OpenAIEngine:
         }
 
     def decision_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "tool": {"type": ["string", "null"], "enum": [*self.registry.names, None]},
-                "arguments": {"type": "object"},
-                "reason": {"type": "string"},
-            },
-            "required": ["tool", "arguments"],
-            "additionalProperties": False,
-        }
+        return decision_schema(self.registry)
 
     def estimate_input_tokens(self, turns: list[Turn]) -> int:
         extra = self._tools_text if self.mode is LLMMode.TOOLS else json.dumps(self._decision_format)
@@ -167,16 +163,22 @@ class OpenAIEngine:
                 arguments: Any = json.loads(first.arguments)
             except json.JSONDecodeError:
                 arguments = first.arguments
-            return {"role": "assistant", "content": json.dumps({"tool": first.name, "arguments": arguments})}
+            decision = {"tool": first.name, "arguments": arguments}
+            return {"role": "assistant", "content": json.dumps(decision, ensure_ascii=False, separators=(",", ":"))}
         if t.role == "tool":
-            return {"role": "user", "content": f"Result of {t.tool}: {t.content or ''}"}
+            content = t.content or ""
+            if content.startswith("ERROR:"):
+                content = f"{content}\n{JSON_RETRY_HINT}"
+            return {"role": "user", "content": f"Result of {t.tool}: {content}"}
         return {"role": t.role, "content": t.content or ""}
 
     # ---- the call ----
     async def complete(self, request: EngineRequest) -> EngineResponse:
         messages = self._messages(request.turns)
         estimate = self.estimate_input_tokens(request.turns)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": request.max_output_tokens}
+        kwargs: dict[str, Any] = {
+            "model": self.model, "messages": messages, "max_tokens": request.max_output_tokens, "temperature": 0,
+        }
         if self.mode is LLMMode.TOOLS:
             kwargs.update(tools=self._tools, tool_choice="auto", parallel_tool_calls=False)
         else:

@@ -3,7 +3,8 @@
 Built on the `limits` library's sliding-window counter (an atomic Lua script per hit, O(1)
 memory whatever the token count), so all workers on all machines draw from one budget.
 A call reserves its estimated tokens before it is made; the provider's real count is known
-only afterwards, so the estimate errs high (prompt characters / 3 + the reply budget).
+only afterwards, so the estimate errs high (prompt characters / 3 + the reply budget), and the
+unused part goes back once the call has answered (`refund`).
 """
 
 from __future__ import annotations
@@ -122,6 +123,17 @@ class LLMRateLimiter:
                     f"per {self.requests.get_expiry():g}s) had no room before the job's deadline"
                 )
             await asyncio.sleep(min(max(wait, _MIN_POLL_S), _MAX_POLL_S))
+
+    async def refund(self, reserved: int, used: int) -> None:
+        """Give back what a granted call reserved but did not use (its real token count is known).
+
+        The sliding-window counter has no "release": a hit with a negative cost lowers the current
+        window's count by the same Lua script (it only refuses costs above the limit). Never more
+        than was taken, so the limit stays an upper bound on real usage.
+        """
+        unused = self._cost(reserved) - max(0, used)
+        if unused > 0:
+            await self._limiter.hit(self.tokens, self.bucket, "tokens", cost=-unused)
 
     async def _wait_hint(self, item: RateLimitItem, name: str) -> float:
         stats = await self._limiter.get_window_stats(item, self.bucket, name)

@@ -6,7 +6,10 @@ one goes back as an `ERROR: …` tool message answering its tool_call_id. The fi
 is executed and its result IS the job's result — the model is not asked to talk about it.
 Only an execution that found nothing is shown to the model (it may broaden the filters and
 try again, within the execution limit). Prose instead of a tool call gets one corrective
-round; an explicit "no tool applies" (greetings, off-topic) ends as `refused`.
+round. No usable call in the end (prose after the corrective round, a decline, the same
+rejected call sent again) hands the question to the deterministic router: a request it
+recognises runs (`routedBy: "fallback"`), anything else (greetings, small talk, off-topic)
+ends as `refused` in the user's language. `routedReason` in the result says why.
 
 Degraded mode: no LLM configured, or the LLM failing through its retries within the
 deadline -> the deterministic fallback route (`routedBy: "fallback"`). A cached decision for
@@ -16,6 +19,8 @@ the same normalized question today -> no LLM call (`routedBy: "cache"`).
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, NoReturn, cast
@@ -30,15 +35,16 @@ from infra.status import ResultStatus, ResultType
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenAIEngine, ToolIntent, Turn
-from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, NO_TOOL_CALL, TOOL_REJECTED, RoutingFailed
+from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
 from router.fallback import fallback_decision
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
 from router.hooks import RunHooks
 from router.language import detect_language
 from router.limits import JobBudget
-from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt
+from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt, user_message
 from router.ratelimit import LLMRateLimiter, RateLimitDeadline
+from router.readiness import ReadinessProbe
 from router.tools import ToolRegistry, default_registry
 
 __all__ = [
@@ -46,6 +52,8 @@ __all__ = [
     "route_question",
 ]
 
+# Reply tokens of a routing round beyond the copied question (a decision is ~40-80 tokens).
+ROUTING_REPLY_TOKENS = 128
 
 _REFUSAL: dict[Language, str] = {
     "en": "Turnout answers questions about its articles. This message is not one, so nothing was searched.",
@@ -93,6 +101,8 @@ class RouterDeps:
     rate_limiter: LLMRateLimiter | None = None
     use_decision_cache: bool = True
     fallback_on_llm_error: bool = True  # the eval harness turns it off to measure the model alone
+    # The local llama-server profile: is the model serving yet? (None: always assumed ready.)
+    llm_ready: Callable[[], Awaitable[bool]] | None = None
 
     @classmethod
     def for_settings(cls, settings: Settings, *, pool: asyncpg.Pool | None, redis: aioredis.Redis | None,
@@ -104,6 +114,7 @@ class RouterDeps:
         return cls(
             settings=settings, pool=pool, redis=redis, executor=executor, engine=engine, registry=registry,
             rate_limiter=LLMRateLimiter.from_settings(settings) if engine is not None else None,
+            llm_ready=ReadinessProbe(settings.llm_ready_url) if engine is not None and settings.llm_ready_url else None,
         )
 
 
@@ -142,7 +153,8 @@ async def decide_question(deps: RouterDeps, req: RouteRequest) -> RoutingDecisio
         return RoutingDecision(None, {}, "llm", exc.usage, run.budget.rounds, error=exc.code, message=exc.message)
     usage = run.budget.usage.model_copy()
     if isinstance(outcome, ValidatedCall):
-        return RoutingDecision(outcome.tool, outcome.normalized_arguments(), "llm", usage, run.budget.rounds)
+        return RoutingDecision(outcome.tool, outcome.normalized_arguments(), run.routed_by, usage, run.budget.rounds,
+                               message=run.routed_reason)
     return RoutingDecision(None, {}, outcome.routed_by, usage, run.budget.rounds, refused=outcome.message)
 
 
@@ -196,6 +208,10 @@ class _Run:
             DecisionCache(deps.redis, self.settings) if deps.redis is not None and deps.use_decision_cache else None
         )
         self.last_result: QuestionResult | None = None
+        self.routed_by = "llm"  # "fallback" once the question was handed to the deterministic router
+        self.routed_reason: str | None = None
+        # The rejected calls so far: the same one again ends the loop (the model is stuck).
+        self._rejected: set[str] = set()
         # The first LLM call's rate-limit permit, asked for while the decision cache is read.
         self._first_permit: asyncio.Task[None] | None = None
 
@@ -247,6 +263,12 @@ class _Run:
         engine = self.deps.engine
         if engine is None:
             return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)", cause="no_llm")
+        if self.deps.llm_ready is not None and not await self.deps.llm_ready():
+            why = getattr(self.deps.llm_ready, "last_failure", "")
+            return await self._fallback(
+                "the local LLM is not ready yet (being built, downloaded or loaded)" + (f": {why}" if why else ""),
+                cause="llm_not_ready",
+            )
         if self.cache is not None and not dry_run:
             # Most questions miss the cache: the first call's permit is asked for meanwhile. On a hit
             # it stays spent, which errs on the safe side (fewer calls than the limit, never more).
@@ -281,13 +303,18 @@ class _Run:
     def _first_turns(self, engine: Engine) -> list[Turn]:
         return [
             Turn("system", system_prompt(self.today, engine.mode, self.deps.registry)),
-            Turn("user", self.question),
+            Turn("user", user_message(self.question, self.today, engine.mode)),
         ]
 
     def _first_call_tokens(self, engine: Engine) -> int:
         """What the first call will reserve (as `engine.complete` computes it)."""
         estimate = engine.estimate_input_tokens(self._first_turns(engine))
-        return estimate + self.budget.output_room(estimate)
+        return estimate + self._reply_room(estimate)
+
+    def _reply_room(self, estimate: int) -> int:
+        """max_tokens of a routing round: a decision is one short line of JSON (or one tool call),
+        whose longest part is the question copied into `question`; capped by the budgets."""
+        return min(self.budget.output_room(estimate), ROUTING_REPLY_TOKENS + len(self.question) // 2)
 
     async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
         turns = self._first_turns(engine)
@@ -296,15 +323,17 @@ class _Run:
             round_no = self.budget.start_round()
             estimate = engine.estimate_input_tokens(turns)
             self.budget.check_room_for(estimate)
+            max_output = self._reply_room(estimate)
             response = await engine.complete(
                 EngineRequest(
                     turns=turns,
-                    max_output_tokens=self.budget.output_room(estimate),
+                    max_output_tokens=max_output,
                     deadline=self.budget.llm_deadline,
                     before_attempt=self._before_llm_call,
                 )
             )
             self.budget.add_llm_call(response.input_tokens, response.output_tokens)
+            await self._refund(estimate + max_output, response.input_tokens + response.output_tokens)
             declined = response.declined or (None if response.intents else declined_reason(response.text))
             first = response.intents[0] if response.intents else None
             await self.audit.record(
@@ -331,13 +360,12 @@ class _Run:
             if self.last_result is not None:
                 return self._finish(self.last_result, "llm")  # the model is done after "nothing found"
             if declined is not None:
-                if self.cache is not None and not dry_run:
-                    await self._remember(CachedDecision(None, {}, declined))
-                return self._refused(declined, routed_by="llm")
+                # Its own reason stays in the audit: a model's words are never shown to the user.
+                return await self._hand_off("the model chose no tool", dry_run, cause="declined", declined=True)
             if corrected:
-                self.budget.fail(
-                    NO_TOOL_CALL,
-                    "the model answered in prose instead of calling a tool, also after a corrective round",
+                return await self._hand_off(
+                    "the model answered in prose instead of calling a tool, also after a corrective round", dry_run,
+                    cause="no_tool_call",
                 )
             corrected = True
             turns.append(Turn("assistant", response.text or ""))
@@ -358,6 +386,13 @@ class _Run:
         for intent in intents[:allowed]:
             verdict = await self.gateway.check(intent.name, intent.arguments, round_no=round_no)
             if isinstance(verdict, Rejection):
+                signature = _call_signature(intent)
+                if signature in self._rejected:  # the same rejected call again: more rounds would repeat it
+                    return await self._hand_off(
+                        f"the model sent the same rejected {intent.name} call again ({_clip(verdict.reason)})",
+                        dry_run, cause="repeated_rejection",
+                    )
+                self._rejected.add(signature)
                 turns.append(Turn("tool", verdict.message, call_id=intent.call_id, tool=intent.name))
                 continue
             if dry_run:
@@ -409,6 +444,11 @@ class _Run:
             bump(RATE_LIMIT, outcome="waited")
             await self.audit.record("rate_limit_wait", round=self.budget.rounds, latency_ms=waited * 1000)
 
+    async def _refund(self, reserved: int, used: int) -> None:
+        """The reservation was an upper bound; what the call did not use goes back to the shared limit."""
+        if self.deps.rate_limiter is not None and used > 0:
+            await self.deps.rate_limiter.refund(reserved, used)
+
     # ---- cache and fallback ----
     async def _remember(self, decision: CachedDecision) -> None:
         assert self.cache is not None
@@ -426,6 +466,28 @@ class _Run:
             return None  # validation rules changed since it was cached: ask the model again
         return self._finish(await self._execute(verdict, None), "cache")
 
+    async def _hand_off(
+        self, reason: str, dry_run: bool, *, cause: str, declined: bool = False
+    ) -> QuestionResult | ValidatedCall:
+        """No usable call from the model: the deterministic router decides (issue 15, item 5)."""
+        if not dry_run:
+            result = await self._fallback(reason, cause=cause)
+            if result.status is ResultStatus.REFUSED and self.cache is not None and declined:
+                await self._remember(CachedDecision(None, {}, self.routed_reason))
+            if result.status is ResultStatus.REFUSED and declined:
+                return result.model_copy(update={"routed_by": "llm"})  # the model's decline stands
+            return result
+        decision = fallback_decision(
+            self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
+        )
+        verdict = self.validator.validate(decision.tool, decision.arguments) if decision.tool is not None else None
+        if verdict is None or isinstance(verdict, Rejection):
+            why = decision.reason if verdict is None else verdict.reason
+            self.routed_reason = f"{reason}; the deterministic router found no request either ({why})"
+            return self._refused(why, routed_by="llm" if declined else "fallback")
+        self.routed_by, self.routed_reason = "fallback", f"{reason}; the deterministic router found a request"
+        return verdict
+
     async def _fallback(self, reason: str, *, cause: str) -> QuestionResult:
         bump(FALLBACKS, reason=cause)
         await self.emit("fallback", {"reason": reason})
@@ -434,6 +496,7 @@ class _Run:
         )
         if decision.tool is None:
             await self.audit.record("fallback", outcome="refused", error=f"{reason}; {decision.reason}")
+            self.routed_reason = f"{reason}; the deterministic router found no request either ({decision.reason})"
             return self._refused(decision.reason, routed_by="fallback")
         verdict = self.validator.validate(decision.tool, decision.arguments)
         if isinstance(verdict, Rejection):
@@ -441,16 +504,20 @@ class _Run:
                 "fallback", tool=decision.tool, arguments=decision.arguments, outcome="rejected",
                 error=f"{reason}; {verdict.reason}",
             )
+            self.routed_reason = f"{reason}; the deterministic router's call was rejected ({verdict.reason})"
             return self._refused(verdict.reason, routed_by="fallback")
         await self.audit.record(
             "fallback", tool=verdict.tool, arguments=decision.arguments,
             normalized_arguments=verdict.normalized_arguments(), outcome="routed", error=reason,
         )
+        self.routed_reason = reason
         return self._finish(await self._execute(verdict, None), "fallback")
 
     # ---- results ----
     def _finish(self, result: QuestionResult, routed_by: str) -> QuestionResult:
-        return result.model_copy(update={"routed_by": routed_by, "usage": self.budget.usage.model_copy()})
+        return result.model_copy(update={
+            "routed_by": routed_by, "usage": self.budget.usage.model_copy(), "routed_reason": self.routed_reason,
+        })
 
     def _refused(self, reason: str, *, routed_by: str) -> QuestionResult:
         # The model's own words are not shown to the user (they could be anything); the reason is audited.
@@ -460,12 +527,23 @@ class _Run:
             answer_language=self.req.language or self.user_language,
             message=_REFUSAL[self.req.language or self.user_language],
             routed_by=routed_by,  # type: ignore[arg-type]
+            routed_reason=self.routed_reason or reason,
             usage=self.budget.usage.model_copy(),
         )
 
 
 class _RecordedFailure(RoutingFailed):
     """A failure whose audit row is written (one row per failure, not one per handler)."""
+
+
+def _call_signature(intent: ToolIntent) -> str:
+    parsed = parse_arguments(intent.arguments)
+    return intent.name + "\0" + (json.dumps(parsed, sort_keys=True, ensure_ascii=False)
+                                  if isinstance(parsed, dict) else intent.arguments.strip())
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _ignore_outcome(task: asyncio.Task[None]) -> None:

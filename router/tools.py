@@ -228,3 +228,49 @@ def combined_search_keys(registry: ToolRegistry) -> frozenset[str]:
     spec = registry.get(SEARCH_AND_ASK)
     assert spec is not None
     return spec.argument_names - {"question", "answerLanguage"}
+
+
+# ---- json_schema mode: one grammar per tool ----
+# ISO dates the grammar can produce (llama.cpp turns `pattern` into grammar rules).
+DATE_PATTERN = "^[12][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$"
+REASON_MAX_CHARS = 80
+
+
+def _grammar_property(prop: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool argument as the decision grammar sees it: type, enum or date pattern, no prose."""
+    out = {k: v for k, v in prop.items() if k in ("type", "enum", "minimum", "maximum", "minLength")}
+    if prop.get("format") == "date":
+        out["pattern"] = DATE_PATTERN
+    return out
+
+
+def decision_schema(registry: ToolRegistry) -> dict[str, Any]:
+    """`anyOf` one `{tool: const, arguments: {that tool's fields only}}` per tool, plus a decline.
+
+    A constrained decoder (llama.cpp's grammar) then cannot mix fields across tools, invent
+    fields or send `null` for one; every argument is optional except the required ones, so
+    leaving out what the user did not say is always possible.
+    """
+    variants: list[dict[str, Any]] = []
+    for spec in registry.specs:
+        params = spec.parameters
+        arguments: dict[str, Any] = {
+            "type": "object",
+            "properties": {name: _grammar_property(p) for name, p in params.get("properties", {}).items()},
+            "additionalProperties": False,
+        }
+        if params.get("required"):
+            arguments["required"] = list(params["required"])
+        variants.append({
+            "type": "object",
+            "properties": {"tool": {"const": spec.name}, "arguments": arguments},
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        })
+    variants.append({
+        "type": "object",
+        "properties": {"tool": {"type": "null"}, "reason": {"type": "string", "maxLength": REASON_MAX_CHARS}},
+        "required": ["tool", "reason"],
+        "additionalProperties": False,
+    })
+    return {"anyOf": variants}

@@ -165,6 +165,9 @@ def _register_subcommands() -> None:
 
     app.command("reembed")(reembed)
     app.command("eval-rag")(eval_rag)
+    from turnout.llm_cli import llm_app
+
+    app.add_typer(llm_app, name="llm")
     from turnout.eval_cli import eval_command
 
     app.command("eval")(eval_command)

@@ -29,6 +29,7 @@ from router.eval import (
 )
 from router.service import RouterDeps, RouteRequest, RoutingDecision, decide_fallback, decide_question
 from router.tools import default_registry
+from router.warmup import warm_up
 
 
 class DecisionOnly:
@@ -127,6 +128,9 @@ def eval_command(
     markdown: Annotated[bool, typer.Option("--markdown", help="print Markdown tables (per language, per tag)")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="cases decided in parallel")] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="only the first N cases")] = None,
+    local_llm: Annotated[bool, typer.Option(
+        "--local-llm", help="evaluate the local llama-server model (built/fetched once per machine, started for "
+                            "this run; json_schema mode unless --mode)")] = False,
 ) -> None:
     """Measure routing on a labelled set: tool, per-field arguments, dates, language, refusals,
     latency, rounds and tokens, per language and tag."""
@@ -139,6 +143,13 @@ def eval_command(
     if api_key:
         update["llm_api_key"] = SecretStr(api_key)
     settings = base.model_copy(update=update)
+    stop_local_llm = None
+    if local_llm:
+        from turnout.embedded.local_llm import start_for_eval
+
+        settings, stop_local_llm = start_for_eval(settings)
+        mode = mode or LLMMode.JSON_SCHEMA
+        warm_up(settings.llm_base_url or "", settings.llm_router_model)  # not the first case's latency
     try:
         report = asyncio.run(
             evaluate(
@@ -148,6 +159,9 @@ def eval_command(
     except EvalFileError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    finally:
+        if stop_local_llm is not None:
+            stop_local_llm()
     if json_output:
         json.dump(report.to_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")

@@ -17,6 +17,9 @@ def up(
     ] = None,
     port: Annotated[int | None, typer.Option(min=1, max=65535, help="API port (default: TURNOUT_API_PORT, else 8000)")] = None,
     sample: Annotated[bool, typer.Option(help="import the sample corpus when the database has no articles")] = True,
+    local_llm: Annotated[bool, typer.Option(
+        "--local-llm", help="route and answer with a local llama-server (Qwen2.5-Coder-1.5B, built and downloaded "
+                            "once per machine into ~/.cache/turnout/llm; degraded mode until it is ready)")] = False,
 ) -> None:
     """Start everything on this machine: PostgreSQL, Redis, Qdrant Edge, the API and three workers.
 
@@ -31,5 +34,6 @@ def up(
         api_host=settings.api_host,
         api_port=port or settings.api_port,
         import_sample=sample,
+        local_llm=local_llm,
     )
     raise typer.Exit(run_up(options))

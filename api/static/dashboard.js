@@ -84,6 +84,14 @@
         ? (check.latencyMs !== null && check.latencyMs !== undefined ? ms(check.latencyMs) : "up")
         : check.status === "not_configured" ? "not configured" : "down";
       chip.append(dot, label, value);
+      const live = name === "llm" && check.detail ? check.detail.split("router = ")[1] : undefined;
+      if (live) {  // the local model's profile names the router that is live (fallback until it is ready)
+        const router = document.createElement("span");
+        router.className = "chip-value";
+        router.dataset.metric = "router.live";
+        router.textContent = `router: ${live.split(";")[0]}`;
+        chip.append(router);
+      }
       box.appendChild(chip);
     }
     const overall = document.getElementById("overall");

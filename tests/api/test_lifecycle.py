@@ -233,14 +233,14 @@ def test_answer_result_lifecycle_has_no_pages(
 
 
 def test_failed_job_has_a_clear_error(client: httpx.Client, llm: ScriptedLLM) -> None:
-    # Prose twice (the corrective round included): the router gives up with no_tool_call.
-    llm.script(Text("I think you mean something about Ruby."), Text("Still prose."))
+    # Four different invalid calls: the router gives up when the rounds run out.
+    llm.script(*(ToolCall("SearchArticles", {"text": "ruby", "sort": order}) for order in ("a", "b", "c", "d")))
     job_id = _submit(client, question="ruby ruby ruby, tell me something, anything at all")
     doc = wait_for_job(client, job_id)
     assert doc["status"] == "failed", doc
     assert doc["result"] is None
-    assert doc["error"]["code"] == "no_tool_call" and doc["error"]["message"]
-    assert doc["usage"]["llmCalls"] == 2
+    assert doc["error"]["code"] == "limit_max_rounds" and doc["error"]["message"]
+    assert doc["usage"]["llmCalls"] == 4
     events = client.get(f"/v1/jobs/{job_id}/events")
     assert events.text.rstrip().split("\r\n\r\n")[-1].count("event: failed") == 1
 

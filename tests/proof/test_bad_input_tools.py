@@ -196,8 +196,12 @@ def test_the_router_survives_fuzzed_calls_from_the_model(
             # The rejected call is answered with the precise error, on its own tool_call_id.
             tool_messages = [m for m in requests[1]["messages"] if m["role"] == "tool"]
             assert [m["content"] for m in tool_messages] == [verdict.message]
-            assert executor.searches == [] and executor.asks == []
-            assert isinstance(outcome, RoutingFailed) and outcome.code == "no_tool_call", outcome
+            # The model's call never ran; after its prose the deterministic router decided (one call at most).
+            assert len(executor.searches) + len(executor.asks) <= 1
+            if isinstance(outcome, RoutingFailed):
+                assert outcome.code in ACCEPTABLE_FAILURES, outcome
+            else:
+                assert outcome.routed_by == "fallback" and outcome.routed_reason, outcome
         else:
             seen["executed"] += 1
             assert executor.searches or executor.asks

@@ -24,7 +24,7 @@ from router.eval import (
 )
 from router.gateway import CallValidator, ValidatedCall
 from router.language import detect_language
-from router.service import RoutingDecision
+from router.service import RouteRequest, RoutingDecision, decide_fallback
 from router.tools import default_registry
 from tests.support.llm_server import ScriptedLLM, Step, Text, ToolCall
 from tests.support.services import REPO_ROOT
@@ -86,9 +86,13 @@ async def test_harness_scores_a_scripted_endpoint_from_the_labels(llm: ScriptedL
     report = await evaluate(SHIPPED_SET, settings, fallback=False)
     s = report.summary
     n = len(cases)
+    # A decline goes to the deterministic router (issue 15): where it finds a request, that is the decision.
+    overridden = {c.id for c in cases if c.expected_tool is None
+                  and decide_fallback(settings, RouteRequest(c.question, today=c.today)).tool is not None}
+    wrong = 1 + len(overridden)
     assert s["cases"] == n and s["errors"] == 0
-    assert s["toolAccuracy"] == {"correct": n - 1, "total": n, "accuracy": round((n - 1) / n, 4)}
-    assert s["exactAccuracy"]["correct"] == n - 2  # the wrong tool and the wrong language
+    assert s["toolAccuracy"] == {"correct": n - wrong, "total": n, "accuracy": round((n - wrong) / n, 4)}
+    assert s["exactAccuracy"]["correct"] == n - wrong - 1  # the wrong tool, the wrong language, the overridden
     searches = [c for c in cases if c.expected_tool in ("SearchArticles", "SearchAndAskArticles")]
     assert s["fieldAccuracy"]["language"]["total"] == len(searches) + sum(c.expected_tool == "AskArticles" for c in cases)
     assert s["fieldAccuracy"]["language"]["correct"] == s["fieldAccuracy"]["language"]["total"] - 2
@@ -100,10 +104,9 @@ async def test_harness_scores_a_scripted_endpoint_from_the_labels(llm: ScriptedL
     assert s["tokens"]["input"] == 120 * (n - refusals) + 100 * refusals
     assert s["latencyMs"]["p50"] is not None and s["latencyMs"]["max"] >= s["latencyMs"]["p50"]
     misses = {c.id for c in report.cases if not (c.tool_ok and all(c.fields.values()))}
-    assert misses == {WRONG_TOOL, WRONG_LANGUAGE}  # every label's language is what the gateway runs
+    assert misses == {WRONG_TOOL, WRONG_LANGUAGE} | overridden  # every label's language is what the gateway runs
     corrected = next(c for c in report.cases if c.id == CORRECTED_LANGUAGE)
     assert corrected.arguments["language"] == "en" and corrected.fields["language"]
-    assert s["languageAccuracy"]["correct"] == s["languageAccuracy"]["total"] - 2
 
 
 async def test_harness_counts_corrections_and_failures(llm: ScriptedLLM, settings: Settings, tmp_path: Any) -> None:
@@ -118,14 +121,14 @@ async def test_harness_counts_corrections_and_failures(llm: ScriptedLLM, setting
     llm.script(
         ToolCall("SearchArticles", {"text": "Ruby", "dateFrom": "2025-01-01"}),  # wrong year -> ERROR round
         ToolCall("SearchArticles", {"text": "Ruby", "dateFrom": "2026-01-01"}),
-        Text("Hi! How can I help?"), Text("Still chatting."),  # prose twice -> no_tool_call
+        Text("Hi! How can I help?"), Text("Still chatting."),  # prose twice -> the fallback refuses "Hello"
     )
     report = await evaluate(path, settings, fallback=False)
     first, second = report.cases
     assert first.tool_ok and first.dates_ok and first.llm_calls == 2
     assert "ERROR" in llm.chat_requests[1]["messages"][-1]["content"]
-    assert second.tool_ok is True and second.error is not None and second.error.startswith("no_tool_call")
-    assert report.summary["errors"] == 1
+    assert second.tool_ok is True and second.error is None and second.llm_calls == 2
+    assert report.summary["errors"] == 0
 
 
 def _cli(*args: str) -> dict[str, Any]:

@@ -160,16 +160,17 @@ class ScriptedLLM:
             return len(self._script)
 
     # ---- lifecycle ----
-    def start(self) -> ScriptedLLM:
+    def start(self, port: int = 0) -> ScriptedLLM:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         self.port = sock.getsockname()[1]
         app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/embeddings", self._embeddings, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
+                Route("/health", self._health, methods=["GET"]),  # as llama-server has
             ]
         )
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_keep_alive=30)
@@ -310,6 +311,9 @@ class ScriptedLLM:
             {"object": "list", "data": data, "model": body.get("model", "scripted"),
              "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
         )
+
+    async def _health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
 
     async def _models(self, request: Request) -> Response:
         await self._record(request)

@@ -28,10 +28,12 @@ import httpx
 import psutil
 
 from infra.db.pool import redact
+from infra.local_llm import LocalLLMConfig, LocalLLMError
 from infra.settings import ConfigError, Settings, get_settings
 from infra.status import Queue
 from turnout.embedded import EmbeddedError
 from turnout.embedded.bootstrap import ADMIN_KEY_FILE, BootstrapReport, bootstrap
+from turnout.embedded.local_llm import LocalLLM
 from turnout.embedded.postgres import DATABASE, EmbeddedPostgres
 from turnout.embedded.processes import Child, become_subreaper, port_is_free, wait_until
 from turnout.embedded.redis_server import EmbeddedRedis
@@ -58,6 +60,7 @@ class UpOptions:
     api_port: int
     import_sample: bool = True
     ready_timeout_s: float = 110.0
+    local_llm: bool = False  # llama-server as a supervised child (turnout/embedded/local_llm.py)
 
 
 @dataclass
@@ -104,7 +107,9 @@ class Stack:
         self._lock_file: TextIO | None = None
         self._started = time.monotonic()
         self._hostname = socket.gethostname()
+        self._env_names: tuple[str, ...] = ()  # more variables for <data_dir>/env (the local LLM's)
         self._stopping = False
+        self.local_llm: LocalLLM | None = None
 
     # ---- start -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -118,6 +123,8 @@ class Stack:
         base = get_settings()
         self._start_postgres(base)
         self._start_redis(base)
+        if self.options.local_llm:
+            self._start_local_llm()
         self._configure_environment()
         settings = self.settings = get_settings()
         self._step("first-run data (sample corpus, admin key, vector indexing)")
@@ -156,6 +163,18 @@ class Stack:
         self.services.redis_url = self.redis.url
         self.services.redis_note = f"embedded, {self.redis.url}, data in {self.redis.dir}"
 
+    def _start_local_llm(self) -> None:
+        from router.warmup import warm_up
+
+        self.local_llm = LocalLLM(LocalLLMConfig(), data_dir=self.data_dir, logs=self.logs, step=self._step,
+                                  warm_up=warm_up)
+        env = self.local_llm.prepare()
+        os.environ.update(env)  # before any child starts: every process routes through it once ready
+        self._env_names += tuple(env)
+        self._step("local LLM: llama-server starts in the background; questions use the deterministic "
+                   "router until it is ready")
+        self.local_llm.start()
+
     def _configure_environment(self) -> None:
         """From here on this process and every child read the same settings."""
         os.environ.update({
@@ -170,7 +189,7 @@ class Stack:
 
     def _write_env_file(self) -> None:
         """`source <data_dir>/env` points the CLI (import, keys, status, reembed) at this stack."""
-        names = ("TURNOUT_DATA_DIR", "TURNOUT_DATABASE_URL", "TURNOUT_REDIS_URL")
+        names = ("TURNOUT_DATA_DIR", "TURNOUT_DATABASE_URL", "TURNOUT_REDIS_URL", *self._env_names)
         lines = [f"export {name}={shlex.quote(os.environ[name])}" for name in names]
         # The `turnout` command of the environment running this stack (`.venv/bin`), first on PATH.
         lines.append(f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"')
@@ -254,6 +273,8 @@ class Stack:
 
     def check_children(self) -> None:
         """Raise when any service of the stack has died."""
+        if self.local_llm is not None:  # not fatal: restarted, or the stack stays degraded
+            self.local_llm.poll()
         for child in (self.api, self.router, self.front, self.vector, self.redis.child if self.redis else None):
             if child is None:
                 continue
@@ -278,7 +299,9 @@ class Stack:
         assert self.report is not None and self.settings is not None
         r, s, url = self.report, self.settings, self.api_url
         key_note = "new, created now" if r.key_created else "kept from the first run"
-        if s.llm_configured:
+        if self.local_llm is not None:
+            llm = self.local_llm.banner_line()
+        elif s.llm_configured:
             llm = f"{s.llm_base_url} (router {s.llm_router_model}, answers {s.llm_answer_model}, mode {s.llm_mode})"
         else:
             llm = ("NOT CONFIGURED -> DEGRADED MODE: deterministic routing and extractive answers "
@@ -350,6 +373,8 @@ class Stack:
                 worker.signal(signal.SIGTERM)  # warm shutdown: finish the running task, ack, exit
             for worker in workers:
                 worker.stop(timeout_s=30)
+        if self.local_llm is not None:
+            self.local_llm.stop()
         if self.redis is not None:
             self._step("stopping Redis")
             self.redis.stop()
@@ -417,7 +442,7 @@ def run_up(options: UpOptions) -> int:
         stack.watch()
     except StopRequested as stop:
         print(f"\n{stop} received: stopping Turnout", file=sys.stderr, flush=True)
-    except (EmbeddedError, ConfigError) as exc:
+    except (EmbeddedError, ConfigError, LocalLLMError) as exc:
         print(f"\nturnout up failed: {exc}", file=sys.stderr, flush=True)
         code = 1
     finally:
