@@ -29,8 +29,8 @@ from infra.local_llm.build import ensure_server, server_ready
 from infra.local_llm.config import LocalLLMConfig, LocalLLMError
 from infra.local_llm.server import server_argv, stack_env
 from infra.local_llm.weights import ensure_weights, join_parts, weights_ready
-from tests.turnout.test_embedded import UpProcess, _assert_all_gone, _clean_env, _field, _free_port
 from tests.support import services
+from tests.turnout.test_embedded import UpProcess, _assert_all_gone, _clean_env, _field, _free_port
 
 
 def _wheels(tmp: Path, chunks: list[bytes]) -> list[Path]:
