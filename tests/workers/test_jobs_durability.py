@@ -97,7 +97,7 @@ def _assert_each_finished_once(stack: Stack, c: httpx.Client, key: IssuedKey, re
     wait_until(lambda: all(receiver.for_job(j) for j in job_ids), timeout=30, what="every webhook")
     for job_id in job_ids:
         [hook] = receiver.for_job(job_id)  # exactly one POST per job
-        assert hook.json()["status"] == "succeeded"
+        assert hook.json()["type"] == "job.succeeded" and hook.json()["data"]["status"] == "succeeded"
     return docs
 
 
