@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -111,26 +110,3 @@ def make_deps(
         use_decision_cache=cache,
         fallback_on_llm_error=fallback,
     )
-
-
-@pytest.fixture(scope="session")
-def indexed_ids(shared_corpus: object, celery_worker: object, settings: Settings) -> list[str]:
-    """Vectors for a handful of real English articles about YJIT (page 1 of that search, size 5),
-    written by the real re-embedding run on the real vector worker."""
-    from infra.db.pool import create_pool
-    from retrieval.search import normalize_search, search_articles
-    from tests.support.indexing import index_and_wait
-
-    async def index() -> list[str]:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=2)
-        try:
-            query = normalize_search({"text": "YJIT", "language": "en", "pageSize": 5},
-                                     limits=settings.limits, today=TODAY)
-            ids = [item.id for item in (await search_articles(pool, query)).items]
-            assert len(ids) == 5, "the shared corpus should have YJIT articles"
-            await index_and_wait(pool, settings, ids=ids, timeout_s=240)
-            return ids
-        finally:
-            await pool.close()
-
-    return asyncio.run(index())
