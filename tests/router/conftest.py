@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -11,10 +11,10 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
-from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.results import ArticlesPage, NormalizedSearch
 from infra.settings import LLMMode, Settings
 from router.engine import OpenAIEngine
-from router.executor import InProcessExecutor, ToolExecutor
+from router.executor import AskCall, InProcessExecutor, ToolExecutor
 from router.ratelimit import LLMRateLimiter
 from router.service import RouterDeps
 from router.tools import default_registry
@@ -71,18 +71,13 @@ class RecordingExecutor:
         self.order.append("search")
         return await self.inner.search(q, deadline=deadline)
 
-    async def ask(
-        self, *, question: str, language: Language | None, answer_language: Language,
-        scope: Sequence[str] | None, scope_truncated: bool = False, deadline: float | None = None,
-        job_id: str | None = None,
-    ) -> Any:
-        self.asks.append({"question": question, "language": language, "answer_language": answer_language,
-                          "scope": None if scope is None else list(scope), "scope_truncated": scope_truncated})
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> Any:
+        self.asks.append({"question": call.question, "language": call.language,
+                          "answer_language": call.answer_language,
+                          "scope": None if call.scope is None else list(call.scope),
+                          "scope_truncated": call.scope_truncated})
         self.order.append("ask")
-        return await self.inner.ask(
-            question=question, language=language, answer_language=answer_language, scope=scope,
-            scope_truncated=scope_truncated, deadline=deadline, job_id=job_id,
-        )
+        return await self.inner.ask(call, deadline=deadline)
 
 
 def make_deps(
