@@ -28,14 +28,12 @@ from tests.api.support import (
     start_worker,
     wait_until,
 )
-from tests.proof.conftest import DRILL_ENV, TaggedLLM, assert_final_once, submit, wait_final
+from tests.proof.conftest import DRILL_ENV, SEARCH_RUBY, TaggedLLM, assert_final_once, submit, wait_final
 from tests.support import reaper
-from tests.support.llm_server import ToolCall
 from turnout.embedded.postgres import DATABASE, EmbeddedPostgres
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from tests.api.support import WebhookReceiver, query, wait_until
 from tests.proof.conftest import (
     FRONT,
     ROUTER,
+    SEARCH_RUBY,
     VECTOR,
     DrillStack,
     TaggedLLM,
@@ -41,7 +42,6 @@ from workers.app import create_celery
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 
 
 class TableLock:
