@@ -18,18 +18,18 @@ def indexed_ids(shared_corpus: object, celery_worker: object, settings: Settings
     written by the real re-embedding run on the real vector worker."""
     from infra.db.pool import create_pool
     from retrieval.search import normalize_search, search_articles
-    from tests.support.indexing import index_and_wait
+    from tests.support.indexing import index_ids_sync
 
-    async def index() -> list[str]:
+    async def page_ids() -> list[str]:
         own_pool = await create_pool(settings.database_url, min_size=1, max_size=2)
         try:
             query = normalize_search({"text": "YJIT", "language": "en", "pageSize": 5},
                                      limits=settings.limits, today=TODAY)
-            ids = [item.id for item in (await search_articles(own_pool, query)).items]
-            assert len(ids) == 5, "the shared corpus should have YJIT articles"
-            await index_and_wait(own_pool, settings, ids=ids, timeout_s=240)
-            return ids
+            return [item.id for item in (await search_articles(own_pool, query)).items]
         finally:
             await own_pool.close()
 
-    return asyncio.run(index())
+    ids = asyncio.run(page_ids())
+    assert len(ids) == 5, "the shared corpus should have YJIT articles"
+    index_ids_sync(settings, ids, timeout_s=240)
+    return ids
