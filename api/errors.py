@@ -12,8 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from infra.db.pool import CONNECTION_ERRORS
-from infra.redis import CONNECTION_ERRORS as REDIS_CONNECTION_ERRORS
+from infra.transient import POSTGRES_DOWN, REDIS_DOWN
 
 log = logging.getLogger("turnout.api")
 
@@ -108,9 +107,9 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     # PostgreSQL or Redis unreachable, frozen or restarting: a 503 the client can retry, never a 500.
-    for exc_class in CONNECTION_ERRORS:
+    for exc_class in POSTGRES_DOWN:
         app.add_exception_handler(exc_class, _database_unavailable)
-    for exc_class in REDIS_CONNECTION_ERRORS:
+    for exc_class in REDIS_DOWN:
         app.add_exception_handler(exc_class, _redis_unavailable)
 
     @app.exception_handler(Exception)

@@ -15,12 +15,12 @@ from fastapi import Depends, Request
 from limits import RateLimitItemPerMinute
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import MovingWindowRateLimiter
-from redis.exceptions import RedisError
 
 from api.deps import SettingsDep
 from api.errors import RETRY_AFTER, ApiError
 from infra.redis import TIMEOUTS, key
 from infra.settings import Settings
+from infra.transient import REDIS_FAILED
 
 log = logging.getLogger("turnout.api")
 
@@ -42,7 +42,7 @@ class SubmissionLimiter:
             if allowed:
                 return
             stats = await self._limiter.get_window_stats(self._item, "submissions", api_key_id)
-        except (RedisError, OSError) as exc:
+        except REDIS_FAILED as exc:
             log.warning("rate limiter unavailable: %s", exc)
             raise ApiError(503, "unavailable", "the rate limiter's store (Redis) is unavailable; retry shortly",
                            headers=RETRY_AFTER) from exc

@@ -17,9 +17,6 @@ CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 2.0
 TIMEOUTS: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT_S, "socket_timeout": READ_TIMEOUT_S}
 
-# Redis unreachable, frozen or restarting: the same request may succeed shortly (-> 503).
-CONNECTION_ERRORS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
-
 
 def _require(settings: Settings) -> str:
     if not settings.redis_url:

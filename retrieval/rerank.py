@@ -28,6 +28,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from infra.settings import Settings
+from infra.transient import retryable_status
 from infra.vectors import Hit
 
 log = logging.getLogger("turnout.rerank")
@@ -37,7 +38,7 @@ RERANK_TIMEOUT_S = 10.0
 
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, httpx.HTTPStatusError):
-        return exc.response.status_code in (408, 429) or exc.response.status_code >= 500
+        return retryable_status(exc.response.status_code)
     return isinstance(exc, httpx.TransportError)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
@@ -29,20 +30,24 @@ class ToolExecutionError(RuntimeError):
     """The tool ran and failed (the task raised); not the model's fault, not retried by the router."""
 
 
+@dataclass(frozen=True)
+class AskCall:
+    """A RAG answer to run: the question, the articles' language filter, the answer's language,
+    the scope (localization ids; None: the whole collection) and whether that scope was cut to
+    a page; ``job_id`` audits the answer call under the job."""
+
+    question: str
+    language: Language | None
+    answer_language: Language
+    scope: Sequence[str] | None = None
+    scope_truncated: bool = False
+    job_id: str | None = None
+
+
 class ToolExecutor(Protocol):
     async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage: ...
 
-    async def ask(
-        self,
-        *,
-        question: str,
-        language: Language | None,
-        answer_language: Language,
-        scope: Sequence[str] | None,
-        scope_truncated: bool = False,
-        deadline: float | None = None,
-        job_id: str | None = None,
-    ) -> RagOutcome: ...
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> RagOutcome: ...
 
 
 def remaining_s(deadline: float | None) -> float:
@@ -64,22 +69,12 @@ class InProcessExecutor:
         async with asyncio.timeout(max(0.0, remaining_s(deadline))):
             return await search_articles(self.pool, q)
 
-    async def ask(
-        self,
-        *,
-        question: str,
-        language: Language | None,
-        answer_language: Language,
-        scope: Sequence[str] | None,
-        scope_truncated: bool = False,
-        deadline: float | None = None,
-        job_id: str | None = None,
-    ) -> RagOutcome:
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> RagOutcome:
         from retrieval.rag import answer_question
 
         if self.rag is None:
             raise ToolExecutionError("this process has no RAG context (the vector store lives in the rag worker)")
         return await answer_question(
-            self.rag, question=question, language=language, answer_language=answer_language,
-            scope=scope, scope_truncated=scope_truncated, deadline=deadline, job_id=job_id,
+            self.rag, question=call.question, language=call.language, answer_language=call.answer_language,
+            scope=call.scope, scope_truncated=call.scope_truncated, deadline=deadline, job_id=call.job_id,
         )

@@ -26,7 +26,7 @@ from retrieval.search import SearchArgumentError, normalize_search
 from router.audit import AuditTrail
 from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
-from router.executor import ToolExecutionError, ToolExecutor
+from router.executor import AskCall, ToolExecutionError, ToolExecutor
 from router.material_language import language_cues, material_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
@@ -280,10 +280,10 @@ class Gateway:
             )
         assert call.question is not None and call.answer_language is not None
         if call.tool == ASK:
-            outcome = await self.executor.ask(
+            outcome = await self.executor.ask(AskCall(
                 question=call.question, language=call.language, answer_language=call.answer_language,
-                scope=None, deadline=deadline, job_id=self.audit.job_id,
-            )
+                scope=None, job_id=self.audit.job_id,
+            ), deadline=deadline)
             return _answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
         assert call.search is not None
         page = await self.executor.search(call.search, deadline=deadline)
@@ -296,10 +296,10 @@ class Gateway:
                 tool=SEARCH_AND_ASK, message=_NO_ARTICLES,
             )
         truncated = page.total_items > len(page.items)
-        outcome = await self.executor.ask(
+        outcome = await self.executor.ask(AskCall(
             question=call.question, language=call.language, answer_language=call.answer_language,
-            scope=ids, scope_truncated=truncated, deadline=deadline, job_id=self.audit.job_id,
-        )
+            scope=ids, scope_truncated=truncated, job_id=self.audit.job_id,
+        ), deadline=deadline)
         return _answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +12,7 @@ from typing import Annotated
 import typer
 from pydantic import SecretStr
 
-from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.results import ArticlesPage, NormalizedSearch
 from infra.settings import ConfigError, LLMMode, Settings, get_settings
 from router.engine import OpenAIEngine
 from router.eval import (
@@ -27,6 +26,7 @@ from router.eval import (
     render_text,
     run_eval,
 )
+from router.executor import AskCall
 from router.service import RouterDeps, RouteRequest, RoutingDecision, decide_fallback, decide_question
 from router.tools import default_registry
 from router.warmup import warm_up
@@ -38,11 +38,7 @@ class DecisionOnly:
     async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
         raise RuntimeError("the eval harness must not execute SearchArticles")
 
-    async def ask(
-        self, *, question: str, language: Language | None, answer_language: Language,
-        scope: Sequence[str] | None, scope_truncated: bool = False, deadline: float | None = None,
-        job_id: str | None = None,
-    ) -> object:
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> object:
         raise RuntimeError("the eval harness must not execute a RAG answer")
 
 

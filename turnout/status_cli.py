@@ -6,9 +6,7 @@ import asyncio
 import json
 from typing import Annotated
 
-import asyncpg
 import typer
-from redis import RedisError
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -19,6 +17,7 @@ from api.ops import OpsSummary, ops_summary
 from infra.db.pool import create_pool
 from infra.redis import create_async_redis
 from infra.settings import get_settings
+from infra.transient import STORES_UNREADABLE
 
 out = Console()
 
@@ -36,7 +35,7 @@ async def _read() -> tuple[HealthReport, OpsSummary | str]:
         report = await check_health(settings, pool, redis)
         try:
             summary: OpsSummary | str = await asyncio.wait_for(ops_summary(pool, redis, settings), timeout=15)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, RedisError) as exc:
+        except STORES_UNREADABLE as exc:
             summary = f"{type(exc).__name__}: {exc}"
         return report, summary
     finally:

@@ -17,7 +17,8 @@ import asyncpg
 from tenacity import AsyncRetrying, before_sleep_log, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_exponential_jitter
 
-from infra.db.pool import CONNECTION_ERRORS, DatabaseUnavailable
+from infra.db.pool import DatabaseUnavailable
+from infra.transient import POSTGRES_DOWN
 
 R = TypeVar("R")
 
@@ -25,7 +26,7 @@ DB_ATTEMPTS = 3  # the back-off between them stays under 2 s
 # After a PostgreSQL crash (the embedded server SIGKILLed and restarted by `turnout up`) idle pool
 # connections can be left mid-protocol: the next statement on one raises asyncpg's
 # InternalClientError ("another operation is in progress"). It is a dead connection like the others.
-RETRIED: tuple[type[Exception], ...] = (*CONNECTION_ERRORS, asyncpg.InternalClientError)
+RETRIED: tuple[type[Exception], ...] = (*POSTGRES_DOWN, asyncpg.InternalClientError)
 
 
 async def with_db_retries(

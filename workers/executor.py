@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
@@ -22,9 +22,9 @@ from celery.result import AsyncResult
 
 from infra.counters import TOOL_RESENDS, bump
 from infra.db.pool import DatabaseUnavailable
-from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.results import ArticlesPage, NormalizedSearch
 from retrieval.rag import RagOutcome, rag_outcome_from_wire
-from router.executor import ToolExecutionError, remaining_s
+from router.executor import AskCall, ToolExecutionError, remaining_s
 from workers.lost_tasks import CHECK_AFTER_S, CHECK_EVERY_S, MAX_RESENDS, LostTaskWatch
 from workers.registry import RAG_ANSWER, SEARCH, TaskName
 
@@ -47,25 +47,15 @@ class QueueExecutor:
         reply = await self._call(SEARCH, q.wire(), deadline)
         return ArticlesPage.model_validate(reply)
 
-    async def ask(
-        self,
-        *,
-        question: str,
-        language: Language | None,
-        answer_language: Language,
-        scope: Sequence[str] | None,
-        scope_truncated: bool = False,
-        deadline: float | None = None,
-        job_id: str | None = None,
-    ) -> RagOutcome:
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> RagOutcome:
         payload = {
-            "question": question,
-            "language": language,
-            "answerLanguage": answer_language,
-            "scope": list(scope) if scope is not None else None,
-            "scopeTruncated": scope_truncated,
+            "question": call.question,
+            "language": call.language,
+            "answerLanguage": call.answer_language,
+            "scope": list(call.scope) if call.scope is not None else None,
+            "scopeTruncated": call.scope_truncated,
             "deadlineS": max(0.01, remaining_s(deadline)),
-            "jobId": job_id,  # the RAG side audits its answer call (`rag_answer`) under the job
+            "jobId": call.job_id,  # the RAG side audits its answer call (`rag_answer`) under the job
         }
         reply = await self._call(RAG_ANSWER, payload, deadline)
         return rag_outcome_from_wire(reply)

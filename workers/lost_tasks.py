@@ -20,6 +20,7 @@ import redis
 from celery.result import AsyncResult
 
 from infra.settings import Settings
+from infra.transient import REDIS_FAILED
 from workers.taskstats import read_workers_sync
 
 log = logging.getLogger("turnout.jobs")
@@ -53,7 +54,7 @@ class LostTaskWatch:
             if not node:
                 return None
             workers = {w.hostname: w for w in read_workers_sync(self.client, self.settings)}
-        except (redis.RedisError, OSError) as exc:
+        except REDIS_FAILED as exc:
             log.debug("lost-task watch: could not read the task's state or heartbeats: %s", exc)
             return None
         worker = workers.get(node)

@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 
 import asyncpg
-import redis
 import redis.asyncio as aioredis
 from fastapi import APIRouter, Response
 from fastapi.responses import FileResponse, JSONResponse
@@ -25,6 +24,7 @@ from api.metrics import CONTENT_TYPE, render
 from api.ops import OpsData, OpsSummary, gather_ops, summarize
 from api.schemas import error_responses
 from infra.settings import Settings
+from infra.transient import STORES_UNREADABLE
 
 log = logging.getLogger("turnout.api.ops")
 router = APIRouter(tags=["operations"])
@@ -62,7 +62,7 @@ async def _gather(pool: asyncpg.Pool, redis_client: aioredis.Redis, settings: Se
     try:
         return await asyncio.wait_for(gather_ops(pool, redis_client, settings, latency_histograms=latency),
                                       timeout=GATHER_TIMEOUT_S)
-    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, redis.RedisError) as exc:
+    except STORES_UNREADABLE as exc:
         log.warning("ops summary unavailable: %s", exc)
         raise ApiError(503, "unavailable", f"cannot read operations figures right now: {type(exc).__name__}; "
                        "see GET /v1/ops/health", headers=RETRY_AFTER) from exc

@@ -9,18 +9,6 @@ import asyncpg
 
 from infra.settings import ConfigError
 
-# PostgreSQL unreachable, restarting or cutting connections: the same work may succeed shortly
-# on a new connection (SPEC: Postgres down -> the API answers 503; a worker retries).
-CONNECTION_ERRORS: tuple[type[Exception], ...] = (
-    ConnectionError,  # refused / reset: the server is down
-    asyncpg.PostgresConnectionError,  # the connection was lost mid-statement
-    asyncpg.InterfaceError,  # the pool's connection is closed
-    asyncpg.exceptions.CannotConnectNowError,  # starting up or shutting down
-    asyncpg.exceptions.AdminShutdownError,  # the backend was terminated
-    asyncpg.exceptions.CrashShutdownError,
-)
-
-
 # A connection attempt that has not succeeded by then will not: the caller answers 503 (API) or
 # retries (workers) instead of hanging on a frozen or unreachable server.
 CONNECT_TIMEOUT_S = 5.0

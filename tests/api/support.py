@@ -106,6 +106,18 @@ def query(settings: Settings, sql: str, *args: Any) -> list[dict[str, Any]]:
     return asyncio.run(go())
 
 
+def index_ruby_articles(settings: Settings) -> list[str]:
+    """A few English Ruby articles embedded into the vector store (the vector worker does it)."""
+    from tests.support.indexing import index_ids_sync
+
+    ids = [r["id"] for r in query(
+        settings,
+        "SELECT id FROM localizations WHERE language = 'en' AND title ILIKE '%ruby%' ORDER BY created_at DESC LIMIT 12",
+    )]
+    index_ids_sync(settings, ids, timeout_s=120)
+    return ids
+
+
 def wait_for_job(client: httpx.Client, job_id: str, *, timeout: float = 60.0,
                  until: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
     """Poll GET /v1/jobs/{id} until it is final (or `until` holds)."""

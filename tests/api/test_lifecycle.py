@@ -18,7 +18,14 @@ from infra.db.api_keys import IssuedKey
 from infra.results import NormalizedSearch
 from infra.settings import Settings
 from retrieval.search import search_articles
-from tests.api.support import ApiServer, query, wait_for_job, wait_until, webhook_receiver
+from tests.api.support import (
+    ApiServer,
+    index_ruby_articles,
+    query,
+    wait_for_job,
+    wait_until,
+    webhook_receiver,
+)
 from tests.support.llm_server import Delay, ScriptedLLM, Text, ToolCall
 from tests.support.services import WorkerGroup
 
@@ -258,24 +265,7 @@ def test_a_running_job_cannot_be_cancelled(client: httpx.Client, llm: ScriptedLL
 
 @pytest.fixture(scope="module")
 def indexed_articles(celery_worker: WorkerGroup, settings: Settings, shared_corpus: Any) -> Iterator[list[str]]:
-    """A few English Ruby articles embedded into the vector store (the vector worker does it)."""
-    from infra.db.pool import create_pool
-    from tests.support.indexing import index_and_wait
-
-    ids = [r["id"] for r in query(
-        settings,
-        "SELECT id FROM localizations WHERE language = 'en' AND title ILIKE '%ruby%' ORDER BY created_at DESC LIMIT 12",
-    )]
-
-    async def index() -> None:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
-        try:
-            await index_and_wait(pool, settings, ids=ids, timeout_s=120)
-        finally:
-            await pool.close()
-
-    asyncio.run(index())
-    yield ids
+    yield index_ruby_articles(settings)
 
 
 def test_more_jobs_than_worker_threads_all_finish(client: httpx.Client, llm: ScriptedLLM) -> None:

@@ -29,7 +29,7 @@ from infra.settings import Settings
 from router.gateway import CallValidator, Rejection
 from router.language import detect_language
 from router.tools import default_registry
-from tests.api.support import ApiServer, issue_key, query, settings_env, stack_settings
+from tests.api.support import ApiServer, index_ruby_articles, issue_key, query, settings_env, stack_settings
 from tests.support.llm_server import ScriptedLLM, Text, ToolCall
 from tests.support.services import WorkerGroup
 
@@ -101,23 +101,7 @@ def _job_id(result: types.CallToolResult) -> str:
 
 @pytest.fixture(scope="module")
 def indexed(celery_worker: WorkerGroup, settings: Settings, shared_corpus: Any) -> list[str]:
-    from infra.db.pool import create_pool
-    from tests.support.indexing import index_and_wait
-
-    ids = [r["id"] for r in query(
-        settings,
-        "SELECT id FROM localizations WHERE language = 'en' AND title ILIKE '%ruby%' ORDER BY created_at DESC LIMIT 12",
-    )]
-
-    async def index() -> None:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=1)
-        try:
-            await index_and_wait(pool, settings, ids=ids, timeout_s=120)
-        finally:
-            await pool.close()
-
-    asyncio.run(index())
-    return ids
+    return index_ruby_articles(settings)
 
 
 # ---- tools ----

@@ -11,7 +11,6 @@ Embeddings come from the scripted LLM server (hashed vectors), so indexing takes
 
 from __future__ import annotations
 
-import asyncio
 import re
 import shutil
 import tempfile
@@ -41,7 +40,7 @@ from tests.api.support import (
     wait_until,
 )
 from tests.support import services
-from tests.support.llm_server import ScriptedLLM, Step
+from tests.support.llm_server import ScriptedLLM, Step, ToolCall
 
 FINAL = {s.value for s in JobStatus if s.is_final}
 
@@ -49,6 +48,8 @@ JOB_DEADLINE_S = 15.0
 LLM_CALL_TIMEOUT_S = 1.5
 WEBHOOK_TIMEOUT_S = 1.5
 WEBHOOK_RETRY_SCHEDULE_S = "[0.5, 1, 1, 1]"  # 5 attempts, then dead-lettered
+# The drills' usual model call: a search that finds articles in the loaded sample.
+SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 
 # What every drill worker reads (see the module docstring).
 DRILL_ENV = {
@@ -146,17 +147,9 @@ class DrillStack:
 
 def index_articles(settings: Settings) -> None:
     """Index the loaded articles on the stack's vector worker and wait for the run to finish."""
-    from infra.db.pool import create_pool
-    from tests.support.indexing import index_and_wait
+    from tests.support.indexing import index_ids_sync
 
-    async def go() -> None:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=2)
-        try:
-            await index_and_wait(pool, settings, timeout_s=90)
-        finally:
-            await pool.close()
-
-    asyncio.run(go())
+    index_ids_sync(settings, None, timeout_s=90)
 
 
 @pytest.fixture(scope="session")

@@ -28,14 +28,12 @@ from tests.api.support import (
     start_worker,
     wait_until,
 )
-from tests.proof.conftest import DRILL_ENV, TaggedLLM, assert_final_once, submit, wait_final
+from tests.proof.conftest import DRILL_ENV, SEARCH_RUBY, TaggedLLM, assert_final_once, submit, wait_final
 from tests.support import reaper
-from tests.support.llm_server import ToolCall
 from turnout.embedded.postgres import DATABASE, EmbeddedPostgres
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 
 
 @pytest.fixture
@@ -133,10 +131,11 @@ def test_embedded_postgres_stopped_every_route_answers_503(
 @pytest.mark.parametrize("socket_file", ["gone", "dead"])
 def test_unreachable_unix_socket_is_a_connection_error(tmp_path: Path, socket_file: str) -> None:
     """The pool's view of a server whose socket file is gone (a stopped server: FileNotFoundError)
-    or left behind by a dead one (ConnectionRefusedError): one of CONNECTION_ERRORS (-> 503)."""
+    or left behind by a dead one (ConnectionRefusedError): one of POSTGRES_DOWN (-> 503)."""
     import socket
 
-    from infra.db.pool import CONNECTION_ERRORS, create_pool
+    from infra.db.pool import create_pool
+    from infra.transient import POSTGRES_DOWN
 
     if socket_file == "dead":  # bound, never listening: what a killed postmaster leaves
         leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -154,6 +153,6 @@ def test_unreachable_unix_socket_is_a_connection_error(tmp_path: Path, socket_fi
             await pool.close()
 
     error = asyncio.run(go())
-    assert isinstance(error, CONNECTION_ERRORS), repr(error)
+    assert isinstance(error, POSTGRES_DOWN), repr(error)
     cause = {"gone": FileNotFoundError, "dead": ConnectionRefusedError}[socket_file]
     assert isinstance(error, cause) or isinstance(error.__cause__, cause), (repr(error), repr(error.__cause__))

@@ -14,6 +14,7 @@ import pytest
 
 from tests.api.support import WebhookReceiver
 from tests.proof.conftest import (
+    SEARCH_RUBY,
     DrillStack,
     TaggedLLM,
     assert_final_once,
@@ -25,7 +26,6 @@ from tests.support.llm_server import Delay, HttpError, Step, Text, ToolCall
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 ATTEMPTS = 2  # TURNOUT_LLM_MAX_RETRIES=1 in the drill workers
 
 

@@ -31,17 +31,17 @@ from tests.api.support import (
 )
 from tests.proof.conftest import (
     DRILL_ENV,
+    SEARCH_RUBY,
     TaggedLLM,
     assert_final_once,
     submit,
     wait_final,
 )
 from tests.support import reaper
-from tests.support.llm_server import Delay, ToolCall
+from tests.support.llm_server import Delay
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 OUTAGE_S = 3.0
 
 

@@ -26,12 +26,10 @@ from tests.api.support import (
     throwaway_database,
     wait_until,
 )
-from tests.proof.conftest import DRILL_ENV, TaggedLLM, assert_final_once, submit, wait_final
-from tests.support.llm_server import ToolCall
+from tests.proof.conftest import DRILL_ENV, SEARCH_RUBY, TaggedLLM, assert_final_once, submit, wait_final
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 ANSWER_WITHIN_S = 5.0
 
 

@@ -498,18 +498,5 @@ def test_ctrl_c_after_the_drills_leaves_no_process(up: Up) -> None:
         "the front worker's beat process was expected in the tree"
     up.proc.send_signal(signal.SIGINT)
     assert up.proc.wait(timeout=120) == 0, up.stderr[-3000:]
-    deadline = time.monotonic() + 15
-    alive: list[str] = []
-    while time.monotonic() < deadline:
-        alive = []
-        for p in up.seen.values():
-            try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(f"{p.pid} {_cmdline(p)[:100]}")
-            except psutil.NoSuchProcess:
-                continue
-        if not alive:
-            break
-        time.sleep(0.25)
-    assert not alive, f"processes left behind: {alive}"
+    services.assert_all_gone(up.seen.values(), timeout_s=15)
     assert not (up.data_dir / "postgres" / "postmaster.pid").exists()

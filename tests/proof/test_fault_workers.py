@@ -1,5 +1,5 @@
 """SIGKILL drills for the queues tests/workers/test_jobs_durability.py does not cover (that file
-kills the router worker mid-job and restarts Redis; tests/retrieval/test_reembed_worker.py kills
+kills the router worker mid-job and restarts Redis; tests/workers/test_reembed_worker.py kills
 the vector worker mid re-embedding):
 
 - the front worker (search, webhooks, maintenance + beat) dies while a search task is running
@@ -29,6 +29,7 @@ from tests.api.support import WebhookReceiver, query, wait_until
 from tests.proof.conftest import (
     FRONT,
     ROUTER,
+    SEARCH_RUBY,
     VECTOR,
     DrillStack,
     TaggedLLM,
@@ -41,7 +42,6 @@ from workers.app import create_celery
 
 pytestmark = pytest.mark.slow
 
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 
 
 class TableLock:

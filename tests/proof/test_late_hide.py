@@ -13,13 +13,12 @@ import httpx
 import pytest
 
 from tests.api.support import query, wait_for_job
-from tests.proof.conftest import DrillStack, TaggedLLM
+from tests.proof.conftest import SEARCH_RUBY, DrillStack, TaggedLLM
 from tests.support.llm_server import Text, ToolCall
 
 pytestmark = pytest.mark.slow
 
 PAGE_SIZE = 5
-SEARCH_RUBY = ToolCall("SearchArticles", {"text": "ruby", "language": "en"})
 COMBINED_RUBY = ToolCall("SearchAndAskArticles", {"text": "ruby", "language": "en", "question": "What was released? [drill:hide-combined]"})
 
 

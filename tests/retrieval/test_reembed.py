@@ -1,5 +1,5 @@
 """Re-embedding runs in-process on both backends: versions, atomic switch, content-hash skips,
-carry-over, idempotent batches, resumption, validation."""
+carry-over, idempotent batches, validation (resumption: tests/workers/test_reembed_resume.py)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,6 @@ from tests.retrieval.rag_fixtures import (
     rag_settings,
     store,
 )
-from workers import reembed as dispatch
-from workers.reembed import resume_reembed_runs
 
 # Shared fixtures (edge/server stores, the own database) used by the tests below.
 FIXTURES = (rag_db, rag_settings, store)
@@ -213,45 +211,6 @@ async def test_a_batch_run_twice_at_once_never_leaves_the_run_short(
     assert run_row is not None and run_row.status == "succeeded", run_row.error if run_row else None
     assert run_row.done == run_row.total
     assert_each_chunk_once(ctx.store, run_row.collection, expected_chunks(VISIBLE))
-
-
-async def test_resume_re_enqueues_pending_batches_of_stalled_runs(
-    ctx: RagContext, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sent: list[tuple[str, tuple[object, ...]]] = []
-    monkeypatch.setattr(dispatch, "_send", lambda _settings, task, *args: sent.append((task, args)))
-    run_id, batches = await create_reembed_run(ctx.pool, batch_size=4, settings=ctx.settings)
-    await process_batch(ctx, run_id, batches[0])
-    assert await resume_reembed_runs(ctx.pool, stale_after_s=3600, settings=ctx.settings) == 0  # still fresh
-    assert await resume_reembed_runs(ctx.pool, stale_after_s=0, settings=ctx.settings) == len(batches) - 1
-    assert sent == [(dispatch.BATCH_TASK, (run_id, no)) for no in batches[1:]]
-    for no in batches[1:]:  # what the re-enqueued messages do
-        await process_batch(ctx, run_id, no)
-    assert (await runs_db.get_run(ctx.pool, run_id)).status == "succeeded"  # type: ignore[union-attr]
-    assert await resume_reembed_runs(ctx.pool, stale_after_s=0, settings=ctx.settings) == 0  # nothing open
-
-
-async def test_run_with_every_batch_done_but_not_finalized_is_finalized_on_resume(
-    ctx: RagContext, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sent: list[tuple[str, tuple[object, ...]]] = []
-    monkeypatch.setattr(dispatch, "_send", lambda _settings, task, *args: sent.append((task, args)))
-    monkeypatch.setattr(reembed, "finalize_run", _no_finalize)  # the worker dies right before the switch
-    run_id, batches = await create_reembed_run(ctx.pool, batch_size=50, settings=ctx.settings)
-    for no in batches:
-        await process_batch(ctx, run_id, no)
-    monkeypatch.undo()
-    monkeypatch.setattr(dispatch, "_send", lambda _settings, task, *args: sent.append((task, args)))
-    assert await resolve_read_version(ctx) is None
-    assert await resume_reembed_runs(ctx.pool, stale_after_s=0, settings=ctx.settings) == 1
-    assert sent == [(dispatch.FINALIZE_TASK, (run_id,))]
-    assert await reembed.finalize_run(ctx, run_id) is True
-    assert await reembed.finalize_run(ctx, run_id) is False  # once
-    assert (await resolve_read_version(ctx)) is not None
-
-
-async def _no_finalize(ctx: RagContext, run_id: str) -> bool:
-    return False
 
 
 async def test_invalid_requests_are_refused_with_the_field(ctx: RagContext) -> None:

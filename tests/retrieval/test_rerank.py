@@ -26,7 +26,8 @@ FIXTURES = (rag_db, rag_settings, store, ctx)
 class _Endpoint:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.fail_next = 0  # answer 503 this many times first
+        self.fail_next = 0  # answer fail_status this many times first
+        self.fail_status = 503
         self.extra_index = False  # also return an index that is not a candidate
 
 
@@ -43,7 +44,7 @@ def endpoint() -> Iterator[tuple[str, _Endpoint]]:
                 return
             if state.fail_next:
                 state.fail_next -= 1
-                self.send_error(503)
+                self.send_error(state.fail_status)
                 return
             words = {w.lower().strip("?.,") for w in body["query"].split()}
             results = [{"index": i, "relevance_score": float(sum(w in doc.lower() for w in words))}
@@ -91,6 +92,20 @@ async def test_reranking_reorders_the_candidates_by_the_endpoint(endpoint: tuple
         state.fail_next = 2  # retryable errors are retried
         assert [h.chunk.id for h in await reranker.rerank("gzip", HITS, limit=1)] == ["c"]
         assert reranker.failures == 0
+    finally:
+        await reranker.close()
+
+
+async def test_the_endpoint_is_retried_on_the_shared_transient_statuses_only(endpoint: tuple[str, _Endpoint]) -> None:
+    url, state = endpoint
+    reranker = Reranker(url, "bge-reranker", max_retries=1)
+    try:
+        state.fail_next, state.fail_status = 1, 425  # Too Early: transient by the one policy (infra/transient.py)
+        assert [h.chunk.id for h in await reranker.rerank("gzip", HITS, limit=1)] == ["c"]
+        assert reranker.failures == 0 and len(state.requests) == 2
+        state.fail_next, state.fail_status = 1, 400  # the request's fault: not tried again
+        assert [h.chunk.id for h in await reranker.rerank("gzip", HITS, limit=1)] == ["a"]
+        assert reranker.failures == 1 and len(state.requests) == 3
     finally:
         await reranker.close()
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -12,10 +11,10 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
-from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.results import ArticlesPage, NormalizedSearch
 from infra.settings import LLMMode, Settings
 from router.engine import OpenAIEngine
-from router.executor import InProcessExecutor, ToolExecutor
+from router.executor import AskCall, InProcessExecutor, ToolExecutor
 from router.ratelimit import LLMRateLimiter
 from router.service import RouterDeps
 from router.tools import default_registry
@@ -72,18 +71,13 @@ class RecordingExecutor:
         self.order.append("search")
         return await self.inner.search(q, deadline=deadline)
 
-    async def ask(
-        self, *, question: str, language: Language | None, answer_language: Language,
-        scope: Sequence[str] | None, scope_truncated: bool = False, deadline: float | None = None,
-        job_id: str | None = None,
-    ) -> Any:
-        self.asks.append({"question": question, "language": language, "answer_language": answer_language,
-                          "scope": None if scope is None else list(scope), "scope_truncated": scope_truncated})
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> Any:
+        self.asks.append({"question": call.question, "language": call.language,
+                          "answer_language": call.answer_language,
+                          "scope": None if call.scope is None else list(call.scope),
+                          "scope_truncated": call.scope_truncated})
         self.order.append("ask")
-        return await self.inner.ask(
-            question=question, language=language, answer_language=answer_language, scope=scope,
-            scope_truncated=scope_truncated, deadline=deadline, job_id=job_id,
-        )
+        return await self.inner.ask(call, deadline=deadline)
 
 
 def make_deps(
@@ -111,26 +105,3 @@ def make_deps(
         use_decision_cache=cache,
         fallback_on_llm_error=fallback,
     )
-
-
-@pytest.fixture(scope="session")
-def indexed_ids(shared_corpus: object, celery_worker: object, settings: Settings) -> list[str]:
-    """Vectors for a handful of real English articles about YJIT (page 1 of that search, size 5),
-    written by the real re-embedding run on the real vector worker."""
-    from infra.db.pool import create_pool
-    from retrieval.search import normalize_search, search_articles
-    from tests.support.indexing import index_and_wait
-
-    async def index() -> list[str]:
-        pool = await create_pool(settings.database_url, min_size=1, max_size=2)
-        try:
-            query = normalize_search({"text": "YJIT", "language": "en", "pageSize": 5},
-                                     limits=settings.limits, today=TODAY)
-            ids = [item.id for item in (await search_articles(pool, query)).items]
-            assert len(ids) == 5, "the shared corpus should have YJIT articles"
-            await index_and_wait(pool, settings, ids=ids, timeout_s=240)
-            return ids
-        finally:
-            await pool.close()
-
-    return asyncio.run(index())

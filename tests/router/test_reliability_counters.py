@@ -1,6 +1,6 @@
 """LLM trouble is visible to operators (issue 16, item 7): every LLM attempt is counted by outcome,
 every retry, every fallback by reason and every rate-limiter wait that got a permit or gave up;
-the counts reach Redis with a flush and come out of /metrics (infra/metrics.py) and the ops
+the counts reach Redis with a flush and come out of /metrics (api/metrics.py) and the ops
 summary. Real route_question, scripted LLM over HTTP, real Redis and Postgres."""
 
 from __future__ import annotations

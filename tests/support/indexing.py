@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from infra.db.pool import create_pool
 from infra.db.reembed import Run, get_run
 from infra.settings import Settings
 from retrieval.reembed import RunConflict
@@ -36,3 +37,17 @@ async def index_and_wait(
         if time.monotonic() > deadline:
             raise TimeoutError(f"re-embedding run {run_id} did not finish in {timeout_s:.0f}s: {run}")
         await asyncio.sleep(0.2)
+
+
+def index_ids_sync(settings: Settings, ids: Sequence[str] | None, *, timeout_s: float) -> None:
+    """`index_and_wait` for these ids (None: every article) from a synchronous (session or module) fixture, over a pool
+    of its own."""
+
+    async def index() -> None:
+        pool = await create_pool(settings.database_url, min_size=1, max_size=2)
+        try:
+            await index_and_wait(pool, settings, ids=ids, timeout_s=timeout_s)
+        finally:
+            await pool.close()
+
+    asyncio.run(index())

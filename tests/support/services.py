@@ -8,12 +8,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
 import asyncpg
+import psutil
 import redis
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -171,3 +172,22 @@ class WorkerGroup:
     def stop(self) -> None:
         for worker in (self.router, self.front, self.vector):
             worker.stop()
+
+
+def assert_all_gone(processes: Iterable[psutil.Process], timeout_s: float = 15.0) -> None:
+    """Every one of these processes has exited (zombies count as gone) within ``timeout_s``."""
+    processes = list(processes)
+    deadline = time.monotonic() + timeout_s
+    alive: list[str] = []
+    while time.monotonic() < deadline:
+        alive = []
+        for p in processes:
+            try:
+                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+            except psutil.NoSuchProcess:
+                continue
+        if not alive:
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"processes left behind: {alive}")

@@ -141,23 +141,6 @@ def _field(banner: str, pattern: str) -> str:
     return match.group(1)
 
 
-def _assert_all_gone(processes: list[psutil.Process], timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    alive: list[str] = []
-    while time.monotonic() < deadline:
-        alive = []
-        for p in processes:
-            try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
-            except psutil.NoSuchProcess:
-                continue
-        if not alive:
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"processes left behind: {alive}")
-
-
 async def _snapshot(dsn: str) -> dict[str, Any]:
     conn = await asyncpg.connect(dsn)
     try:
@@ -245,7 +228,7 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
         tree = first.tree()
         assert any(p.name() == "postgres" for p in tree) and any("redis-server" in p.name() for p in tree)
         assert first.interrupt() == 0, stderr_path.read_text()
-        _assert_all_gone(tree)
+        services.assert_all_gone(tree)
         assert not env_file.exists()  # it described the stack that just stopped
         if prefix is not None:
             assert _private_tmp_entries(private_tmp) == []
@@ -262,7 +245,7 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
         assert again.status_code == 200 and again.json()["status"] == "succeeded"  # the first run's job is there
         tree = second.tree()
         assert second.interrupt(signal.SIGTERM) == 0, stderr_path.read_text()  # as a service manager stops it
-        _assert_all_gone(tree)
+        services.assert_all_gone(tree)
     finally:
         second.kill()
     if prefix is not None:

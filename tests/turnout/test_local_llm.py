@@ -30,7 +30,8 @@ from infra.local_llm.config import LocalLLMConfig, LocalLLMError
 from infra.local_llm.server import server_argv, stack_env
 from infra.local_llm.weights import ensure_weights, join_parts, weights_ready
 from tests.support import services
-from tests.turnout.test_embedded import UpProcess, _assert_all_gone, _clean_env, _field, _free_port
+from tests.support.services import assert_all_gone
+from tests.turnout.test_embedded import UpProcess, _clean_env, _field, _free_port
 
 
 def _wheels(tmp: Path, chunks: list[bytes]) -> list[Path]:
@@ -166,7 +167,7 @@ def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, 
         servers = [p for p in tree if "fake_llama_server" in " ".join(p.cmdline())]
         assert len(servers) == 1
         assert up.interrupt() == 0, stderr_path.read_text()  # Ctrl-C
-        _assert_all_gone(tree)  # llama-server (here its stand-in) included
+        assert_all_gone(tree)  # llama-server (here its stand-in) included
         assert not psutil.pid_exists(servers[0].pid) or servers[0].status() == psutil.STATUS_ZOMBIE
         assert json.loads((data_dir / "local-llm.json").read_text())["phase"] == "stopped"
     finally:

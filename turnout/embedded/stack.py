@@ -18,7 +18,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -202,24 +202,18 @@ class Stack:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         turnout = [sys.executable, "-m", "turnout"]
         self._step("starting the workers and the API")
-        self.router = Child(
-            "worker-router",
-            [*turnout, "worker", "--queues", ",".join(ROUTER_QUEUES), "--concurrency", "8",
-             "--name", f"router@{self._hostname}"],
-            log_path=self.logs / "worker-router.log", env=env,
-        ).start()
-        self.front = Child(
-            "worker-front",
-            [*turnout, "worker", "--queues", ",".join(FRONT_QUEUES), "--beat", "--concurrency", "4",
-             "--name", f"front@{self._hostname}"],
-            log_path=self.logs / "worker-front.log", env=env,
-        ).start()
-        self.vector = Child(
-            "worker-vector",
-            [*turnout, "worker", "--queues", ",".join(VECTOR_QUEUES), "--concurrency", "2",
-             "--name", f"vector@{self._hostname}"],
-            log_path=self.logs / "worker-vector.log", env=env,
-        ).start()
+
+        def worker(role: str, queues: Sequence[str], concurrency: int, *extra: str) -> Child:
+            return Child(
+                f"worker-{role}",
+                [*turnout, "worker", "--queues", ",".join(queues), *extra, "--concurrency", str(concurrency),
+                 "--name", f"{role}@{self._hostname}"],
+                log_path=self.logs / f"worker-{role}.log", env=env,
+            ).start()
+
+        self.router = worker("router", ROUTER_QUEUES, 8)
+        self.front = worker("front", FRONT_QUEUES, 4, "--beat")
+        self.vector = worker("vector", VECTOR_QUEUES, 2)
         self.api = Child(
             "api",
             [*turnout, "api", "--host", self.options.api_host, "--port", str(self.options.api_port)],

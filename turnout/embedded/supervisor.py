@@ -223,15 +223,14 @@ class RestartRecorder:
         self.flush()
 
     def flush(self) -> None:
-        from redis import RedisError
-
         from infra.counters import record_restart_sync
+        from infra.transient import REDIS_FAILED
 
         while self.pending:
             event = self.pending[0]
             try:
                 record_restart_sync(self.client, self.settings, asdict(event))
-            except (RedisError, OSError):
+            except REDIS_FAILED:
                 return
             self.pending.pop(0)
 

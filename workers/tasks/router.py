@@ -27,19 +27,17 @@ import random
 import threading
 from typing import Any, Literal
 
-import asyncpg
 import kombu.exceptions
-import redis.exceptions
 from celery import Task, signals
 from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
 from infra.db.journal import Narration
-from infra.db.pool import CONNECTION_ERRORS
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import Settings, get_settings
 from infra.status import JobStatus, Queue
+from infra.transient import DEPENDENCY_DOWN
 from router.errors import RoutingFailed
 from router.hooks import RunHooks
 from router.language import warm_up
@@ -54,16 +52,9 @@ from workers.journal import Journal
 
 log = logging.getLogger("turnout.jobs")
 
-# Errors that mean "a service is briefly unavailable", not "this job is broken".
-# (A search task that could not reach PostgreSQL sends back DatabaseUnavailable, a ConnectionError.)
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    OSError,
-    *CONNECTION_ERRORS,  # PostgreSQL down, restarting, or this connection cut
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    kombu.exceptions.OperationalError,
-)
+# Errors that mean "a service is briefly unavailable", not "this job is broken": the one policy
+# (infra/transient.py) and the broker's error, which only workers/ may name.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (*DEPENDENCY_DOWN, kombu.exceptions.OperationalError)
 RETRY_PAUSE_S = 5.0  # times the attempt number: a restarting service gets a moment
 DEADLINE_GRACE_S = 15.0  # route_question enforces the job deadline; this is only a backstop
 # A job's progress rows wait this long for the ones after them: a job done by then writes them all
