@@ -22,7 +22,7 @@ from api.schemas import PageDocument, error_responses
 from api.visibility import visible_job, visible_page, visible_result
 from infra import counters
 from infra.db import jobs as jobs_db
-from infra.db.job_events import events_after
+from infra.db.job_events import stream_read
 from infra.job_document import JobDocument
 from infra.pages import page_filters
 from infra.results import QuestionResult
@@ -113,9 +113,8 @@ async def stream_events(
         after = last_event_id or 0
         with job_events.watch(job_id) as watch:  # before the first read: no event can slip in between
             while True:
-                async with pool.acquire() as conn:
-                    batch = await events_after(conn, job_id, after)
-                    job = None if batch else await jobs_db.get_job(conn, job_id)
+                async with pool.acquire() as conn:  # one snapshot: a job seen final is seen with its last events
+                    batch, status = await stream_read(conn, job_id, after)
                 for event in batch:
                     after = event.id
                     payload = {"jobId": job_id, "kind": event.kind, "data": event.data,
@@ -123,7 +122,7 @@ async def stream_events(
                     yield ServerSentEvent(data=json.dumps(payload), event=event.kind, id=str(event.id))
                     if event.is_final:
                         return
-                if job is not None and job.status.is_final:
+                if not batch and status is not None and status.is_final:
                     return  # resumed after the final event: nothing more will come
                 if not batch:  # woken by the next event's notification (or the periodic re-check)
                     await watch.wait(job_events.recheck_s)

@@ -8,6 +8,8 @@ from typing import Any
 
 import asyncpg
 
+from infra.status import JobStatus
+
 FINAL_KINDS = frozenset({"succeeded", "failed", "cancelled"})
 
 
@@ -60,6 +62,29 @@ async def events_after(conn: asyncpg.Connection, job_id: str, after_id: int = 0,
         job_id, after_id, limit,
     )
     return [JobEvent(r["id"], r["job_id"], r["kind"], r["data"], r["created_at"]) for r in rows]
+
+
+async def stream_read(
+    conn: asyncpg.Connection, job_id: str, after_id: int = 0, *, limit: int = 200
+) -> tuple[list[JobEvent], JobStatus | None]:
+    """The job's events after `after_id` and its status (None: no such job), read in one statement:
+    one snapshot, so a job seen final is seen with every event committed with its final status.
+    Read in two statements, the end could commit in between (no events, then the job final) and
+    a stream would stop before the events written in the final commit."""
+    rows = await conn.fetch(
+        """
+        SELECT j.status, e.id, e.job_id, e.kind, e.data, e.created_at
+        FROM jobs AS j LEFT JOIN LATERAL (
+            SELECT id, job_id, kind, data, created_at FROM job_events
+            WHERE job_id = j.id AND id > $2 ORDER BY id LIMIT $3
+        ) AS e ON true
+        WHERE j.id = $1
+        ORDER BY e.id
+        """,
+        job_id, after_id, limit,
+    )
+    events = [JobEvent(r["id"], r["job_id"], r["kind"], r["data"], r["created_at"]) for r in rows if r["id"] is not None]
+    return events, JobStatus(rows[0]["status"]) if rows else None
 
 
 async def last_event(conn: asyncpg.Connection, job_id: str) -> JobEvent | None:

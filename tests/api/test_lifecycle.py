@@ -39,23 +39,27 @@ class EventRecorder:
     client: httpx.Client
     job_id: str
     events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    error: BaseException | None = None  # what stopped the reader early, raised by join()
     _thread: threading.Thread | None = None
 
     def start(self) -> EventRecorder:
         def read() -> None:
             import json
 
-            with self.client.stream("GET", f"/v1/jobs/{self.job_id}/events", timeout=60) as response:
-                assert response.status_code == 200
-                block: dict[str, str] = {}
-                for line in response.iter_lines():
-                    if line == "":
-                        if "event" in block:
-                            self.events.append((int(block["id"]), block["event"], json.loads(block["data"])))
-                        block = {}
-                    elif not line.startswith(":"):
-                        name, _, value = line.partition(": ")
-                        block[name] = value
+            try:
+                with self.client.stream("GET", f"/v1/jobs/{self.job_id}/events", timeout=60) as response:
+                    assert response.status_code == 200
+                    block: dict[str, str] = {}
+                    for line in response.iter_lines():
+                        if line == "":
+                            if "event" in block:
+                                self.events.append((int(block["id"]), block["event"], json.loads(block["data"])))
+                            block = {}
+                        elif not line.startswith(":"):
+                            name, _, value = line.partition(": ")
+                            block[name] = value
+            except BaseException as exc:  # a dead reader's partial events must not pass for the stream
+                self.error = exc
 
         self._thread = threading.Thread(target=read, daemon=True)
         self._thread.start()
@@ -65,6 +69,8 @@ class EventRecorder:
         assert self._thread is not None
         self._thread.join(timeout=60)
         assert not self._thread.is_alive(), "the event stream did not end after the final status"
+        if self.error is not None:
+            raise AssertionError(f"the event reader failed after {len(self.events)} events") from self.error
         return [kind for _, kind, _ in self.events]
 
 
