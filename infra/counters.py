@@ -80,15 +80,19 @@ def _put_back(taken: Mapping[str, int]) -> None:
             _pending[(name, tuple(sorted(labels.items())))] += n
 
 
+def _queue_counts(pipe: Any, settings: Settings, taken: Mapping[str, int]) -> Any:
+    """The drained counts as commands on a Redis pipeline (the sync and the asyncio one alike)."""
+    for field, n in taken.items():
+        pipe.hincrby(_counters_key(settings), field, n)
+    return pipe
+
+
 def flush_sync(client: redis.Redis, settings: Settings) -> None:
     taken = _drain()
     if not taken:
         return
     try:
-        pipe = client.pipeline(transaction=False)
-        for field, n in taken.items():
-            pipe.hincrby(_counters_key(settings), field, n)
-        pipe.execute()
+        _queue_counts(client.pipeline(transaction=False), settings, taken).execute()
     except Exception:  # the caller logs; the counts wait for the next flush
         _put_back(taken)
         raise
@@ -99,10 +103,7 @@ async def flush(client: aioredis.Redis, settings: Settings) -> None:
     if not taken:
         return
     try:
-        pipe = client.pipeline(transaction=False)
-        for field, n in taken.items():
-            pipe.hincrby(_counters_key(settings), field, n)
-        await pipe.execute()
+        await _queue_counts(client.pipeline(transaction=False), settings, taken).execute()
     except BaseException:
         _put_back(taken)
         raise
