@@ -342,11 +342,6 @@ async def sweep_expired(
     return SweepOutcome(requeued, failed)
 
 
-async def count_by_status(conn: asyncpg.Connection) -> dict[str, int]:
-    rows = await conn.fetch("SELECT status, count(*) AS n FROM jobs GROUP BY status")
-    return {r["status"]: r["n"] for r in rows}
-
-
 async def count_by_source(conn: asyncpg.Connection) -> dict[str, dict[str, int]]:
     """Jobs per source (`http`, `mcp`) and status."""
     rows = await conn.fetch("SELECT source, status, count(*) AS n FROM jobs GROUP BY source, status")

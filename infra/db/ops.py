@@ -1,5 +1,5 @@
-"""Read-only aggregates for operations: the audit trail and webhooks (jobs by status is
-`infra.db.jobs.count_by_status`, re-embedding runs `infra.db.reembed.list_runs`).
+"""Read-only aggregates for operations: the audit trail and webhooks (jobs by source and status is
+`infra.db.jobs.count_by_source`, re-embedding runs `infra.db.reembed.list_runs`).
 
 Windows are relative to the database clock (`now()`), so every process agrees on them.
 Every aggregate over audit_events is one scan that produces all windows at once.
