@@ -37,7 +37,7 @@ from router.cache import CachedDecision, DecisionCache
 from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenAIEngine, ToolIntent, Turn
 from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
-from router.fallback import fallback_decision
+from router.fallback import FallbackDecision, fallback_decision
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
 from router.hooks import RunHooks
 from router.language import detect_language
@@ -477,10 +477,7 @@ class _Run:
             if result.status is ResultStatus.REFUSED and declined:
                 return result.model_copy(update={"routed_by": "llm"})  # the model's decline stands
             return result
-        decision = fallback_decision(
-            self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
-        )
-        verdict = self.validator.validate(decision.tool, decision.arguments) if decision.tool is not None else None
+        decision, verdict = self._deterministic_call()
         if verdict is None or isinstance(verdict, Rejection):
             why = decision.reason if verdict is None else verdict.reason
             self.routed_reason = f"{reason}; the deterministic router found no request either ({why})"
@@ -488,17 +485,22 @@ class _Run:
         self.routed_by, self.routed_reason = "fallback", f"{reason}; the deterministic router found a request"
         return verdict
 
-    async def _fallback(self, reason: str, *, cause: str) -> QuestionResult:
-        bump(FALLBACKS, reason=cause)
-        await self.emit("fallback", {"reason": reason})
+    def _deterministic_call(self) -> tuple[FallbackDecision, ValidatedCall | Rejection | None]:
+        """The deterministic router's decision and its call as the gateway judges it (None: no call)."""
         decision = fallback_decision(
             self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
         )
-        if decision.tool is None:
+        verdict = self.validator.validate(decision.tool, decision.arguments) if decision.tool is not None else None
+        return decision, verdict
+
+    async def _fallback(self, reason: str, *, cause: str) -> QuestionResult:
+        bump(FALLBACKS, reason=cause)
+        await self.emit("fallback", {"reason": reason})
+        decision, verdict = self._deterministic_call()
+        if verdict is None:
             await self.audit.record("fallback", outcome="refused", error=f"{reason}; {decision.reason}")
             self.routed_reason = f"{reason}; the deterministic router found no request either ({decision.reason})"
             return self._refused(decision.reason, routed_by="fallback")
-        verdict = self.validator.validate(decision.tool, decision.arguments)
         if isinstance(verdict, Rejection):
             await self.audit.record(
                 "fallback", tool=decision.tool, arguments=decision.arguments, outcome="rejected",
