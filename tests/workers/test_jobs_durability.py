@@ -106,11 +106,18 @@ def test_worker_killed_mid_job(stack: Stack, llm: ScriptedLLM) -> None:
     key = issue_key(stack.settings, "kill")
     with webhook_receiver(200) as receiver, stack.api.client(key.token) as c:
         job_ids = _submit_many(c, 3, receiver, "kill")
-        # Every job is inside its LLM call: running, with its result not yet written.
-        wait_until(lambda: len(llm.chat_requests) >= 3, timeout=30, what="three jobs mid-LLM-call")
-        stack.worker.kill()  # SIGKILL the whole worker (beat included): nothing gets to clean up
-        assert {d["status"] for d in (c.get(f"/v1/jobs/{j}").json() for j in job_ids)} == {"running"}
-        stack.restart_worker()
+        # Every job is inside its LLM call and claimed: running, with its result not yet written.
+        # (Routing starts beside the claim, so an LLM request alone does not prove the claim.)
+        def statuses() -> set[str]:
+            return {c.get(f"/v1/jobs/{j}").json()["status"] for j in job_ids}
+
+        wait_until(lambda: len(llm.chat_requests) >= 3 and statuses() == {"running"}, timeout=30,
+                   what="three claimed jobs mid-LLM-call")
+        try:
+            stack.worker.kill()  # SIGKILL the whole worker (beat included): nothing gets to clean up
+            assert statuses() == {"running"}
+        finally:
+            stack.restart_worker()  # the next drill needs a worker even when this one fails
         docs = _assert_each_finished_once(stack, c, key, receiver, job_ids)
     assert all(d["attempts"] == 2 for d in docs), [d["attempts"] for d in docs]
     for job_id in job_ids:
