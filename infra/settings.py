@@ -25,6 +25,13 @@ class LLMMode(StrEnum):
     JSON_SCHEMA = "json_schema"  # response_format json_schema decision -> same tool intents
 
 
+class LLMFilters(StrEnum):
+    """Who fills a json_schema decision's filters (dates, language, sort, answer language, page)."""
+
+    CODE = "code"  # the model picks the tool and the topic; code reads the filters from the question
+    MODEL = "model"  # the model fills every argument (the grammar offers them all)
+
+
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 
@@ -82,6 +89,8 @@ class Settings(BaseSettings):
     llm_router_model: str = "gpt-4o-mini"
     llm_answer_model: str = "gpt-4o-mini"
     llm_mode: LLMMode = LLMMode.TOOLS
+    # json_schema mode only (small models, docs/router.md "Code-filled filters"); tools mode: the model.
+    llm_filters: LLMFilters = LLMFilters.CODE
     llm_max_retries: Annotated[int, Field(ge=0, le=10)] = 3
     # Set by the local llama-server profile (`turnout up --local-llm`): while this URL does not
     # answer 200, questions go straight to the deterministic router (degraded mode while the

@@ -25,7 +25,7 @@ import openai
 from tenacity import RetryError
 
 from infra.llm import counted_call, create_llm_client, llm_retrying
-from infra.settings import LLMMode, Settings
+from infra.settings import LLMFilters, LLMMode, Settings
 from router.prompt import JSON_RETRY_HINT
 from router.tools import ToolRegistry, decision_schema
 
@@ -88,6 +88,7 @@ class LLMRejected(EngineError):
 class Engine(Protocol):
     mode: LLMMode
     model: str
+    code_filters: bool  # json_schema mode: the model writes the tool and topic, code the filters
 
     def estimate_input_tokens(self, turns: list[Turn]) -> int: ...
 
@@ -114,12 +115,14 @@ class OpenAIEngine:
         client: openai.AsyncOpenAI | None = None,
         model: str | None = None,
         mode: LLMMode | None = None,
+        filters: LLMFilters | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
         self.client = client or create_llm_client(settings)
         self.model = model or settings.llm_router_model
         self.mode = mode or settings.llm_mode
+        self.code_filters = self.mode is LLMMode.JSON_SCHEMA and (filters or settings.llm_filters) is LLMFilters.CODE
         self._tools = registry.openai_tools()
         self._tools_text = json.dumps(self._tools)
         self._decision_format = {
@@ -128,7 +131,7 @@ class OpenAIEngine:
         }
 
     def decision_schema(self) -> dict[str, Any]:
-        return decision_schema(self.registry)
+        return decision_schema(self.registry, code_filters=self.code_filters)
 
     def estimate_input_tokens(self, turns: list[Turn]) -> int:
         extra = self._tools_text if self.mode is LLMMode.TOOLS else json.dumps(self._decision_format)

@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 
 from infra.results import Language
-from router.dates import find_date_expectation
+from router.dates import DateExpectation, find_date_expectation
 from router.language import detect_language
 from router.material_language import language_cues, material_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
@@ -221,6 +221,61 @@ def _strip_greeting(text: str) -> str:
     return text[match.end():] if match and match.end() < len(text) else text
 
 
+@dataclass(frozen=True)
+class QuestionReading:
+    """What code reads from a question: the filters it names and the words left for the topic."""
+
+    text: str  # the question as routed (a leading greeting dropped)
+    rest: str  # without its language cues and its date phrase
+    language: Language | None  # the articles' language by the seed's rule (None: all languages)
+    answer: Language  # the answer's language: requested by the client or the user, else the question's
+    answer_asked: Language | None  # the answer language the question itself asks for ("answer in English")
+    dates: DateExpectation | None
+    sort: str | None  # "oldest" when asked for, else None
+
+    @property
+    def filters(self) -> dict[str, Any]:
+        """The search filters in the tools' wire form (None: not named)."""
+        dates = self.dates
+        return {
+            "language": self.language,
+            "dateFrom": dates.date_from.isoformat() if dates else None,
+            "dateTo": dates.date_to.isoformat() if dates and dates.date_to else None,
+            "sort": self.sort,
+        }
+
+    def keywords(self, *, drop_ask_words: bool = False) -> str | None:
+        """The topic: what is left of the question without its filter and request words."""
+        return _keywords(self.rest, drop=_ASK_WORDS if drop_ask_words else frozenset())
+
+
+def read_question(
+    question: str, today: date, *, answer_language: Language | None = None, client_language: Language | None = None
+) -> QuestionReading:
+    """The filters ``question`` names, read in code (no refusal rules: see `fallback_decision`)."""
+    text = _strip_greeting(" ".join(question.split()))
+    cues = language_cues(text)
+    written_in = detect_language(text)
+    rest = cues.rest.strip()
+    dates = find_date_expectation(rest, today)
+    if dates is not None:
+        rest = rest.replace(dates.phrase, " ")
+    return QuestionReading(
+        text=text, rest=rest,
+        language=material_language(cues, written_in=written_in, client=client_language),
+        answer=answer_language or cues.answer or written_in,
+        answer_asked=cues.answer,
+        dates=dates,
+        sort="oldest" if _OLDEST.search(rest) and not _NEWEST.search(rest) else None,
+    )
+
+
+def without_injection(question: str) -> str:
+    """The question without the clauses that try to change the rules (all of it when nothing else is left)."""
+    text = " ".join(question.split())
+    return _without_injection(text) or text
+
+
 def fallback_decision(
     question: str, today: date, *, answer_language: Language | None = None, client_language: Language | None = None
 ) -> FallbackDecision:
@@ -235,41 +290,26 @@ def fallback_decision(
         return FallbackDecision(None, reason="the question tries to change the rules")
     if _OFF_TOPIC.search(cleaned):
         return FallbackDecision(None, reason="not about the articles")
-    text = _strip_greeting(cleaned)
-
-    cues = language_cues(text)
-    written_in = detect_language(text)
-    answer = answer_language or cues.answer or written_in
-    language = material_language(cues, written_in=written_in, client=client_language)
-    rest = cues.rest.strip()
-    dates = find_date_expectation(rest, today)
-    if dates is not None:
-        rest = rest.replace(dates.phrase, " ")
-    sort = "oldest" if _OLDEST.search(rest) and not _NEWEST.search(rest) else None
-    filters: dict[str, Any] = {
-        "language": language,
-        "dateFrom": dates.date_from.isoformat() if dates else None,
-        "dateTo": dates.date_to.isoformat() if dates and dates.date_to else None,
-        "sort": sort,
-    }
+    reading = read_question(cleaned, today, answer_language=answer_language, client_language=client_language)
+    text, rest, dates, filters = reading.text, reading.rest, reading.dates, reading.filters
 
     def search(reason: str) -> FallbackDecision:
         return FallbackDecision(SEARCH, _present({"text": _keywords(rest), **filters}), reason)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
         arguments = {"text": _keywords(search_text, drop=_ASK_WORDS), **filters, "question": text,
-                     "answerLanguage": answer}
+                     "answerLanguage": reading.answer}
         return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason)
 
     def ask(reason: str) -> FallbackDecision:
-        arguments = {"question": text, "language": language, "answerLanguage": answer}
+        arguments = {"question": text, "language": reading.language, "answerLanguage": reading.answer}
         return FallbackDecision(ASK, _present(arguments), reason)
 
     ask_clause = _ASK_CLAUSE.search(rest)
     if _SEARCH_VERB.search(rest):
         if ask_clause:
             return combined(rest[: ask_clause.start()], "a search followed by a request to answer")
-        if cues.answer is not None:  # a list needs no answer language: something is to be answered
+        if reading.answer_asked is not None:  # a list needs no answer language: something is to be answered
             return combined(rest, "a search with an answer in a named language")
         return search("a request for a list of articles")
     if _LISTING_QUESTION.search(rest):

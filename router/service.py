@@ -34,10 +34,17 @@ from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
+from router.code_filters import fill_filters
 from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenAIEngine, ToolIntent, Turn
 from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
-from router.fallback import FallbackDecision, fallback_decision
+from router.fallback import (
+    FallbackDecision,
+    QuestionReading,
+    fallback_decision,
+    read_question,
+    without_injection,
+)
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
 from router.hooks import RunHooks
 from router.language import detect_language
@@ -214,6 +221,7 @@ class _Run:
         self._rejected: set[str] = set()
         # The first LLM call's rate-limit permit, asked for while the decision cache is read.
         self._first_permit: asyncio.Task[None] | None = None
+        self._reading: QuestionReading | None = None  # read on first use (code-filled filters)
 
     async def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -302,8 +310,8 @@ class _Run:
     # ---- the LLM loop ----
     def _first_turns(self, engine: Engine) -> list[Turn]:
         return [
-            Turn("system", system_prompt(self.today, engine.mode, self.deps.registry)),
-            Turn("user", user_message(self.question, self.today, engine.mode)),
+            Turn("system", system_prompt(self.today, engine.mode, self.deps.registry, code_filters=engine.code_filters)),
+            Turn("user", user_message(self.question, self.today, engine.mode, code_filters=engine.code_filters)),
         ]
 
     def _first_call_tokens(self, engine: Engine) -> int:
@@ -353,7 +361,8 @@ class _Run:
 
             if response.intents:
                 turns.append(Turn("assistant", response.text, tuple(response.intents)))
-                outcome = await self._handle_calls(response.intents, round_no, turns, dry_run)
+                intents = [self._filled(i) for i in response.intents] if engine.code_filters else response.intents
+                outcome = await self._handle_calls(intents, round_no, turns, dry_run)
                 if outcome is not None:
                     return outcome
                 continue
@@ -370,6 +379,19 @@ class _Run:
             corrected = True
             turns.append(Turn("assistant", response.text or ""))
             turns.append(Turn("user", JSON_CORRECTION if engine.mode is LLMMode.JSON_SCHEMA else CORRECTION))
+
+    def _filled(self, intent: ToolIntent) -> ToolIntent:
+        """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""
+        arguments = parse_arguments(intent.arguments)
+        if isinstance(arguments, str):  # not an object: the gateway rejects it with its own words
+            return intent
+        if self._reading is None:
+            self._reading = read_question(
+                without_injection(self.question), self.today, answer_language=self.req.language,
+                client_language=self.req.material_language,
+            )
+        tool, filled = fill_filters(intent.name, arguments, self._reading)
+        return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))
 
     async def _handle_calls(
         self, intents: list[ToolIntent], round_no: int, turns: list[Turn], dry_run: bool

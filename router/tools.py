@@ -244,19 +244,40 @@ def _grammar_property(prop: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def decision_schema(registry: ToolRegistry) -> dict[str, Any]:
+# With code-filled filters the model writes only what code cannot read: the tool and the topic.
+TOPIC_FIELD = "text"
+TOPIC_MAX_CHARS = 80
+
+
+def decision_schema(registry: ToolRegistry, *, code_filters: bool = False) -> dict[str, Any]:
     """`anyOf` one `{tool: const, arguments: {that tool's fields only}}` per tool, plus a decline.
 
     A constrained decoder (llama.cpp's grammar) then cannot mix fields across tools, invent
     fields or send `null` for one; every argument is optional except the required ones, so
-    leaving out what the user did not say is always possible.
+    leaving out what the user did not say is always possible. With `code_filters` a tool's
+    arguments are only its topic (`text`), and a tool without one (AskArticles) is just its
+    name: the filters and the question come from code (`router.code_filters`), so a model
+    cannot invent them and each decision is a few tokens.
     """
     variants: list[dict[str, Any]] = []
     for spec in registry.specs:
         params = spec.parameters
+        properties = params.get("properties", {})
+        if code_filters:
+            variant: dict[str, Any] = {"type": "object", "properties": {"tool": {"const": spec.name}},
+                                       "required": ["tool"], "additionalProperties": False}
+            if TOPIC_FIELD in properties:
+                topic = {"type": "string", "minLength": 1, "maxLength": TOPIC_MAX_CHARS}
+                variant["properties"]["arguments"] = {
+                    "type": "object", "properties": {TOPIC_FIELD: topic}, "required": [TOPIC_FIELD],
+                    "additionalProperties": False,
+                }
+                variant["required"] = ["tool", "arguments"]
+            variants.append(variant)
+            continue
         arguments: dict[str, Any] = {
             "type": "object",
-            "properties": {name: _grammar_property(p) for name, p in params.get("properties", {}).items()},
+            "properties": {name: _grammar_property(p) for name, p in properties.items()},
             "additionalProperties": False,
         }
         if params.get("required"):

@@ -13,7 +13,7 @@ import typer
 from pydantic import SecretStr
 
 from infra.results import ArticlesPage, NormalizedSearch
-from infra.settings import ConfigError, LLMMode, Settings, get_settings
+from infra.settings import ConfigError, LLMFilters, LLMMode, Settings, get_settings
 from router.engine import OpenAIEngine
 from router.eval import (
     EvalCase,
@@ -91,10 +91,11 @@ async def _evaluate_llm(
     async def decide(case: EvalCase) -> RoutingDecision:
         return await decide_question(deps, _request(case))
 
-    router = f"{engine.model} @ {settings.llm_base_url} ({engine.mode.value})"
+    mode_label = engine.mode.value + (" + code filters" if engine.code_filters else "")
+    router = f"{engine.model} @ {settings.llm_base_url} ({mode_label})"
     try:
         return await run_eval(
-            cases, decide, router=router, concurrency=concurrency, model=engine.model, mode=engine.mode.value,
+            cases, decide, router=router, concurrency=concurrency, model=engine.model, mode=mode_label,
             split=split,
         )
     finally:
@@ -116,6 +117,8 @@ def eval_command(
     model: Annotated[str | None, typer.Option(help="router model (default TURNOUT_LLM_ROUTER_MODEL)")] = None,
     api_key: Annotated[str | None, typer.Option(envvar="TURNOUT_LLM_API_KEY", show_envvar=False)] = None,
     mode: Annotated[LLMMode | None, typer.Option(help="loop mode (default TURNOUT_LLM_MODE)")] = None,
+    filters: Annotated[LLMFilters | None, typer.Option(
+        help="json_schema mode: who fills dates, language, sort (default TURNOUT_LLM_FILTERS = code)")] = None,
     fallback: Annotated[bool, typer.Option("--fallback", help="evaluate the deterministic fallback router")] = False,
     split: Annotated[Split, typer.Option(help="the shipped set's half: dev (tuned on), test (held out) or all")] = (
         Split.all
@@ -138,6 +141,8 @@ def eval_command(
         update["llm_router_model"] = model
     if api_key:
         update["llm_api_key"] = SecretStr(api_key)
+    if filters:
+        update["llm_filters"] = filters
     settings = base.model_copy(update=update)
     stop_local_llm = None
     if local_llm:
@@ -145,7 +150,7 @@ def eval_command(
 
         settings, stop_local_llm = start_for_eval(settings)
         mode = mode or LLMMode.JSON_SCHEMA
-        warm_up(settings.llm_base_url or "", settings.llm_router_model)  # not the first case's latency
+        warm_up(settings.llm_base_url or "", settings.llm_router_model, filters=settings.llm_filters)  # not the first case's latency
     try:
         report = asyncio.run(
             evaluate(

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from infra.results import ArticlesPage, NormalizedSearch
-from infra.settings import LLMMode, Settings
+from infra.settings import LLMFilters, LLMMode, Settings
 from router.engine import OpenAIEngine
 from router.executor import AskCall, InProcessExecutor, ToolExecutor
 from router.ratelimit import LLMRateLimiter
@@ -87,6 +87,7 @@ def make_deps(
     executor: ToolExecutor | None = None,
     *,
     mode: LLMMode | None = None,
+    filters: LLMFilters | None = None,
     llm: bool = True,
     rate_limiter: LLMRateLimiter | None = None,
     cache: bool = False,
@@ -99,7 +100,7 @@ def make_deps(
         pool=pool,
         redis=redis,
         executor=executor or InProcessExecutor(pool),
-        engine=OpenAIEngine(settings, registry, mode=mode) if llm else None,
+        engine=OpenAIEngine(settings, registry, mode=mode, filters=filters) if llm else None,
         registry=registry,
         rate_limiter=rate_limiter,
         use_decision_cache=cache,

@@ -16,14 +16,16 @@ import asyncpg
 import pytest
 
 from infra.db.audit import list_audit_events
-from infra.settings import LLMMode, Settings
+from infra.settings import LLMFilters, LLMMode, Settings
 from infra.status import ResultStatus
+from router.code_filters import fill_filters
+from router.fallback import read_question
 from router.gateway import CallValidator, Rejection
 from router.hooks import RunHooks
-from router.prompt import JSON_RETRY_HINT, small_model_prompt
+from router.prompt import JSON_RETRY_HINT, small_model_prompt, topic_prompt
 from router.ratelimit import LLMRateLimiter
 from router.readiness import ReadinessProbe
-from router.service import RouteRequest, route_question
+from router.service import RouteRequest, RoutingDecision, decide_question, route_question
 from router.tools import DATE_PATTERN, SEARCH, SEARCH_AND_ASK, decision_schema, default_registry
 from tests.router.conftest import TODAY, make_deps, with_limits
 from tests.support.llm_server import ScriptedLLM, Text, ToolCall, json_decision
@@ -106,7 +108,8 @@ async def test_json_mode_requests_are_built_for_a_small_model(
         json_decision(SEARCH, {"text": "Ruby", "language": "ру"}),  # rejected: the history goes back unescaped
         json_decision(SEARCH, {"text": "Ruby"}),
     )
-    deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA)
+    # The model fills every argument itself (TURNOUT_LLM_FILTERS=model): the full per-tool grammar.
+    deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA, filters=LLMFilters.MODEL)
     await route_question(deps, request("Ruby articles from last year"))
     await route_question(deps, request("Статьи про Ruby"))
     first, second, third = llm.chat_requests
@@ -230,3 +233,91 @@ async def test_the_default_limits_admit_more_than_thirty_routing_calls_a_minute(
         result = await route_question(deps, request(f"Ruby articles {i}"), RunHooks(on_event=on_event))
         assert result.routed_by == "llm"
     assert waits == [] and len(llm.chat_requests) == 45
+
+
+# ---- code-filled filters (TURNOUT_LLM_FILTERS=code, the json_schema default) ----
+
+async def _decide(llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, question: str,
+                  decision: dict[str, Any]) -> RoutingDecision:
+    llm.script(Text(json.dumps(decision)))
+    deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA)
+    return await decide_question(deps, request(question))
+
+
+async def test_code_fills_the_filters_the_question_names(llm: ScriptedLLM, settings: Settings,
+                                                         db: asyncpg.Pool) -> None:
+    # The model wrote the tool and the topic only; the dates, order and language come from the words.
+    decided = await _decide(llm, settings, db, "Найди самые старые статьи про Ruby за первый квартал 2025 года",
+                            {"tool": SEARCH, "arguments": {"text": "Ruby"}})
+    assert decided.routed_by == "llm" and decided.tool == SEARCH
+    assert decided.arguments["text"] == "Ruby" and decided.arguments["sort"] == "oldest"
+    assert (decided.arguments["dateFrom"], decided.arguments["dateTo"]) == ("2025-01-01", "2025-03-31")
+    assert decided.arguments["language"] == "ru"
+
+
+async def test_what_code_reads_wins_over_what_the_model_invented(llm: ScriptedLLM, settings: Settings,
+                                                                db: asyncpg.Pool) -> None:
+    invented = {"tool": SEARCH, "arguments": {"text": "Ruby", "dateFrom": "2020-01-01", "dateTo": "2020-12-31"}}
+    decided = await _decide(llm, settings, db, "Ruby articles from last year", invented)
+    assert (decided.arguments["dateFrom"], decided.arguments["dateTo"]) == ("2025-01-01", "2025-12-31")
+    assert len(llm.chat_requests) == 1  # no ERROR round: nothing left to contradict the question
+    open_ended = await _decide(llm, settings, db, "Welche Artikel über RubyGems gibt es seit 2024?", invented)
+    # "since 2024" is open-ended: the model's dateTo is dropped (normalized: up to today).
+    assert (open_ended.arguments["dateFrom"], open_ended.arguments["dateTo"]) == ("2024-01-01", "2026-09-15")
+
+
+async def test_a_question_about_a_period_is_answered_over_that_periods_articles(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool
+) -> None:
+    decided = await _decide(llm, settings, db, "What changed in Ruby in 2024? Answer in German",
+                            {"tool": "AskArticles"})
+    assert decided.tool == SEARCH_AND_ASK  # AskArticles has no date filter
+    assert (decided.arguments["dateFrom"], decided.arguments["dateTo"]) == ("2024-01-01", "2024-12-31")
+    assert "Ruby" in decided.arguments["text"] and "Ruby" in decided.arguments["question"]
+    assert decided.arguments["answerLanguage"] == "de"
+    plain = await _decide(llm, settings, db, "How does YJIT speed up Ruby?", {"tool": "AskArticles"})
+    assert plain.tool == "AskArticles" and plain.arguments["question"] == "How does YJIT speed up Ruby?"
+    assert plain.arguments["answerLanguage"] == "en" and "dateFrom" not in plain.arguments
+
+
+async def test_code_filled_requests_are_short_and_the_same_every_day(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool
+) -> None:
+    llm.script(json_decision(SEARCH, {"text": "Ruby"}), json_decision(SEARCH, {"text": "Ruby"}))
+    deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA)
+    await decide_question(deps, request("Ruby articles from last year"))
+    await decide_question(deps, RouteRequest(question="Статьи про Ruby", today=date(2027, 1, 2)))
+    first, second = llm.chat_requests
+    assert first["messages"][0] == second["messages"][0]  # another day, the same bytes: no date in it
+    assert "2026" not in first["messages"][0]["content"] and "Today" not in first["messages"][0]["content"]
+    assert first["messages"][1]["content"] == "Message: Ruby articles from last year"  # no date hint needed
+    # The grammar offers the topic only: no filter the model could invent.
+    schema = first["response_format"]["json_schema"]["schema"]
+    assert schema == decision_schema(default_registry(), code_filters=True)
+    offered = {v["properties"]["tool"].get("const"): set(v["properties"].get("arguments", {}).get("properties", {}))
+               for v in schema["anyOf"]}
+    assert offered == {SEARCH: {"text"}, "AskArticles": set(), SEARCH_AND_ASK: {"text"}, None: set()}
+
+
+def test_every_topic_example_is_a_call_the_gateway_accepts_once_filled(settings: Settings) -> None:
+    registry = default_registry()
+    today = date(2024, 6, 10)
+    examples = list(_EXAMPLE.finditer(topic_prompt()))
+    assert len(examples) >= 10
+    assert {json.loads(m.group("decision"))["tool"] for m in examples} == {*registry.names, None}
+    assert {m.group("message")[:1].isascii() for m in examples} == {True, False}
+    variants = {v["properties"]["tool"].get("const"): v for v in decision_schema(registry, code_filters=True)["anyOf"]}
+    for m in examples:
+        decision = json.loads(m.group("decision"))
+        assert m.group("decision") == json.dumps(decision, ensure_ascii=False, separators=(",", ":"))
+        if decision["tool"] is None:
+            assert set(decision) == {"tool", "reason"}
+            continue
+        offered = variants[decision["tool"]]["properties"].get("arguments", {}).get("properties", {})
+        assert set(decision.get("arguments", {})) <= set(offered), m.group(0)
+        question = m.group("message")
+        reading = read_question(question, today)
+        tool, arguments = fill_filters(decision["tool"], decision.get("arguments", {}), reading)
+        validator = CallValidator(registry, settings.limits, today=today, question=question, user_language="en")
+        verdict = validator.validate(tool, arguments)
+        assert not isinstance(verdict, Rejection), (m.group(0), verdict)
