@@ -196,7 +196,7 @@ def test_eval_with_local_llm_starts_and_stops_the_server(tmp_path: Path) -> None
                           capture_output=True, text=True, timeout=180, cwd=services.REPO_ROOT)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert "qwen2.5-coder-1.5b-instruct @ http://127.0.0.1:" in report["router"] and "(json_schema)" in report["router"]
+    assert "qwen2.5-coder-1.5b-instruct @ http://127.0.0.1:" in report["router"] and "(json_schema + code filters)" in report["router"]
     bodies = [json.loads(line) for line in requests_log.read_text().splitlines()]
     assert bodies[0]["max_tokens"] == 1 and len(bodies) >= 3  # the warm-up, then the cases' rounds
     assert {b["model"] for b in bodies} == {"qwen2.5-coder-1.5b-instruct"}
