@@ -325,6 +325,10 @@ class _Run:
         return min(self.budget.output_room(estimate), ROUTING_REPLY_TOKENS + len(self.question) // 2)
 
     async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
+        if engine.code_filters:
+            not_a_request = await self._code_reads_no_request()
+            if not_a_request is not None:
+                return not_a_request
         turns = self._first_turns(engine)
         corrected = False
         while True:
@@ -379,6 +383,19 @@ class _Run:
             corrected = True
             turns.append(Turn("assistant", response.text or ""))
             turns.append(Turn("user", JSON_CORRECTION if engine.mode is LLMMode.JSON_SCHEMA else CORRECTION))
+
+    async def _code_reads_no_request(self) -> QuestionResult | None:
+        """Code-filled filters: code also reads first whether the message asks for anything. A
+        greeting, small talk, an off-topic task or an injection with nothing else in it is refused
+        by the deterministic rules without an LLM call (a small model picks a tool for most of them)."""
+        decision = fallback_decision(
+            self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
+        )
+        if decision.tool is not None:
+            return None
+        self.routed_reason = f"the deterministic rules read no request ({decision.reason}); the LLM was not asked"
+        await self.audit.record("fallback", outcome="refused", error=self.routed_reason)
+        return self._refused(decision.reason, routed_by="fallback")
 
     def _filled(self, intent: ToolIntent) -> ToolIntent:
         """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""

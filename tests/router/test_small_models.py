@@ -321,3 +321,20 @@ def test_every_topic_example_is_a_call_the_gateway_accepts_once_filled(settings:
         validator = CallValidator(registry, settings.limits, today=today, question=question, user_language="en")
         verdict = validator.validate(tool, arguments)
         assert not isinstance(verdict, Rejection), (m.group(0), verdict)
+
+
+async def test_code_filled_routing_refuses_what_the_rules_read_as_no_request_without_the_llm(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, new_job: NewJob
+) -> None:
+    # A small model picks a tool for most greetings and off-topic tasks: code reads them first.
+    llm.script(json_decision(SEARCH, {"text": "Berlin"}))
+    deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA)
+    job = await new_job("find me a cheap hotel in Berlin")
+    result = await route_question(deps, request("find me a cheap hotel in Berlin", job))
+    assert result.status is ResultStatus.REFUSED and result.routed_by == "fallback" and llm.chat_requests == []
+    assert result.routed_reason is not None and "the LLM was not asked" in result.routed_reason
+    trail = await list_audit_events(db, job)
+    assert [(e.kind, e.outcome) for e in trail] == [("fallback", "refused")]
+    # A request still goes to the model.
+    result = await route_question(deps, request("find posts about TLS certificates"))
+    assert result.routed_by == "llm" and len(llm.chat_requests) == 1
