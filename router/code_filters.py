@@ -12,11 +12,23 @@ model's and is validated like any argument.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from router.fallback import QuestionReading
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, TOPIC_FIELD
+
+_WORD = re.compile(r"\S+")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def _without_dates(topic: str, phrase: str) -> str:
+    """The topic without the date words a model copied into it ("Ruby 2025", "2023"): the dates
+    are filters, and a year in the text would also demand that the article's words contain it."""
+    dated = {w.casefold() for w in _WORD.findall(phrase)}
+    kept = [w for w in _WORD.findall(topic) if w.casefold() not in dated and not _YEAR.match(w.strip(".,"))]
+    return " ".join(kept)
 
 
 def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReading) -> tuple[str, dict[str, Any]]:
@@ -27,7 +39,10 @@ def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReadi
         # period's articles, which only the combined tool's search can select.
         tool = SEARCH_AND_ASK
     if tool in (SEARCH, SEARCH_AND_ASK):
+        if reading.dates is not None and isinstance(args.get(TOPIC_FIELD), str):
+            args[TOPIC_FIELD] = _without_dates(args[TOPIC_FIELD], reading.dates.phrase)
         if not str(args.get(TOPIC_FIELD) or "").strip():
+            args.pop(TOPIC_FIELD, None)
             topic = reading.keywords(drop_ask_words=tool == SEARCH_AND_ASK)
             if topic:
                 args[TOPIC_FIELD] = topic

@@ -257,10 +257,14 @@ async def test_code_fills_the_filters_the_question_names(llm: ScriptedLLM, setti
 
 async def test_what_code_reads_wins_over_what_the_model_invented(llm: ScriptedLLM, settings: Settings,
                                                                 db: asyncpg.Pool) -> None:
-    invented = {"tool": SEARCH, "arguments": {"text": "Ruby", "dateFrom": "2020-01-01", "dateTo": "2020-12-31"}}
+    invented = {"tool": SEARCH, "arguments": {"text": "Ruby 2020 last year", "dateFrom": "2020-01-01",
+                                              "dateTo": "2020-12-31"}}
     decided = await _decide(llm, settings, db, "Ruby articles from last year", invented)
     assert (decided.arguments["dateFrom"], decided.arguments["dateTo"]) == ("2025-01-01", "2025-12-31")
+    assert decided.arguments["text"] == "Ruby"  # date words are filters, not the topic
     assert len(llm.chat_requests) == 1  # no ERROR round: nothing left to contradict the question
+    only_a_date = await _decide(llm, settings, db, "Zeige Artikel aus 2023", {"tool": SEARCH, "arguments": {"text": "2023"}})
+    assert only_a_date.arguments.get("text") is None and only_a_date.arguments["dateFrom"] == "2023-01-01"
     open_ended = await _decide(llm, settings, db, "Welche Artikel über RubyGems gibt es seit 2024?", invented)
     # "since 2024" is open-ended: the model's dateTo is dropped (normalized: up to today).
     assert (open_ended.arguments["dateFrom"], open_ended.arguments["dateTo"]) == ("2024-01-01", "2026-09-15")
