@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from infra.db.audit import list_audit_events
-from infra.settings import LLMMode, Settings
+from infra.settings import LLMFilters, LLMMode, Settings
 from infra.status import ResultStatus, ResultType
 from router.errors import RoutingFailed
 from router.hooks import RunHooks
@@ -411,7 +411,9 @@ async def test_json_schema_mode_decides_through_response_format(
 
 async def test_json_schema_null_tool_is_a_refusal(llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool) -> None:
     llm.script(json_decision(None, {}))  # type: ignore[arg-type]
-    result = await route_question(make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA), request("Thanks!"))
+    # The model decides (with code-filled filters the rules would refuse "Thanks!" before asking it).
+    deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA, filters=LLMFilters.MODEL)
+    result = await route_question(deps, request("Thanks!"))
     assert result.status is ResultStatus.REFUSED and len(llm.chat_requests) == 1
 
 
