@@ -8,6 +8,12 @@ hands it to the gateway instead of asking Turnout's LLM. `AskTurnout` is a plain
 wait`); a job still running then is answered with its id and links, to be read later as the
 resource `turnout://jobs/{id}`. Pages are `turnout://jobs/{id}/pages/{n}` (no LLM).
 
+On protocol 2025-11-25 a call may ask for a task instead (`task` in its params): the job is
+submitted the same way and answered at once as a task whose id is the job id; `tasks/get`,
+`tasks/result`, `tasks/cancel` (queued jobs only, as `DELETE /v1/jobs/{id}`) and `tasks/list` read
+the key's MCP jobs (the mapping: api/mcp/tasks.py). 2026-07-28 clients have no tasks (the SDK has
+no tasks extension) and get the bounded wait.
+
 The low-level `mcp.server.Server` is used, not `MCPServer`: MCPServer derives a tool's input
 schema from a Python signature and validates the arguments itself, where these tools must
 publish the registry's schemas and leave validation (and its `ERROR: …` text) to the gateway.
@@ -21,16 +27,19 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.exceptions import MCPError
+from mcp_types import methods as mcp_methods
 
 from api.errors import ApiError
-from api.long_poll import until_final
+from api.long_poll import until_final, watch_until_final
+from api.mcp import tasks
 from api.ratelimit import SubmissionLimiter
 from api.routes.jobs import job_page
 from api.state import AppState
@@ -42,7 +51,7 @@ from infra.results import QuestionResult
 from infra.status import JobStatus, ResultStatus
 from router.errors import TOOL_REJECTED
 from router.tools import ToolRegistry, default_registry
-from workers.dispatch import send_run_job
+from workers.dispatch import send_run_job, send_webhook
 
 SERVER_NAME = "turnout"
 ASK_TURNOUT = "AskTurnout"
@@ -89,13 +98,13 @@ def tool_list(registry: ToolRegistry) -> list[types.Tool]:
     tools = [
         types.Tool(
             name=spec.name, description=spec.description, input_schema=spec.parameters,
-            output_schema=output, annotations=ANNOTATIONS,
+            output_schema=output, annotations=ANNOTATIONS, execution=tasks.TASK_EXECUTION,
         )
         for spec in registry.specs
     ]
     tools.append(types.Tool(
         name=ASK_TURNOUT, description=ASK_TURNOUT_DESCRIPTION, input_schema=ASK_TURNOUT_SCHEMA,
-        output_schema=output, annotations=ANNOTATIONS,
+        output_schema=output, annotations=ANNOTATIONS, execution=tasks.TASK_EXECUTION,
     ))
     return tools
 
@@ -122,6 +131,11 @@ def client_of(ctx: ServerRequestContext[Any, Any]) -> str | None:
 
 def _text(text: str) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=text)]
+
+
+def _first_block(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    return block.text if isinstance(block, types.TextContent) else "ERROR: the call was refused"
 
 
 def _error(text: str, meta: dict[str, Any] | None = None) -> types.CallToolResult:
@@ -154,6 +168,26 @@ def _first_text(arguments: dict[str, Any]) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Submission:
+    """What a tool call submits: the job's question and language, and the host's chosen call."""
+
+    question: str
+    answer_language: str | None
+    tool_call: dict[str, Any] | None
+
+    def request_hash(self) -> str:
+        canonical = json.dumps(
+            {"question": self.question, "answerLanguage": self.answer_language, "toolCall": self.tool_call},
+            sort_keys=True, separators=(",", ":"), default=str,
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def submitted(self) -> dict[str, Any]:
+        return {"question": self.question, "answerLanguage": self.answer_language, "pageSize": None,
+                "toolCall": self.tool_call}
+
+
 @dataclass
 class TurnoutMCP:
     """The MCP server's handlers over one API state (pool, Redis, job listener)."""
@@ -165,12 +199,13 @@ class TurnoutMCP:
     _limiter: SubmissionLimiter | None = None
 
     def build(self) -> Server[Any]:
-        return Server(
+        server = tasks.TaskServer(
             SERVER_NAME,
             version="0.1.0",
             instructions=(
                 "Search, answer from or ask about Turnout's articles. Every call is a durable job: a call "
                 f"still running after {self.wait_s:g}s returns its job id; read {JOB_URI} later for the result."
+                " On protocol 2025-11-25 a call may run as a task (its id is the job id)."
             ),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
@@ -178,6 +213,15 @@ class TurnoutMCP:
             on_list_resource_templates=self._list_templates,
             on_read_resource=self._read_resource,
         )
+        # Tasks (2025-11-25): the SDK dispatches no `tasks/*` method and sieves a `tools/call`
+        # result into a CallToolResult, so a task-augmented call is answered by a middleware (it
+        # owns its result) and the four task methods are added as request handlers.
+        server.middleware.append(self._task_calls)
+        server.add_request_handler("tasks/get", types.GetTaskRequestParams, self._get_task)
+        server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, self._task_result)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self._cancel_task)
+        server.add_request_handler("tasks/list", types.PaginatedRequestParams, self._list_tasks)
+        return server
 
     # ---- tools ----
     async def _list_tools(
@@ -189,19 +233,27 @@ class TurnoutMCP:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         caller = self.caller(ctx)
+        call = self._submission(params)
+        if isinstance(call, types.CallToolResult):
+            return call
+        job = await self._submit(caller, call)
+        if isinstance(job, types.CallToolResult):
+            return job
+        return await self._wait(caller, job, call)
+
+    def _submission(self, params: types.CallToolRequestParams) -> Submission | types.CallToolResult:
+        """What a call submits, or the `ERROR: …` result for a call no job is made for."""
         arguments = dict(params.arguments or {})
         if params.name == ASK_TURNOUT:
-            return await self._ask_turnout(caller, arguments)
+            return self._ask_turnout(arguments)
         if self.registry.get(params.name) is None:
             # As the gateway says it to its own LLM: the name is the host's model's mistake.
             return _error(f"ERROR: unknown tool {params.name!r}; available tools: "
                           f"{', '.join([*self.registry.names, ASK_TURNOUT])}")
-        return await self._run(
-            caller, question=_first_text(arguments), answer_language=None,
-            tool_call={"tool": params.name, "arguments": arguments},
-        )
+        return Submission(question=_first_text(arguments), answer_language=None,
+                          tool_call={"tool": params.name, "arguments": arguments})
 
-    async def _ask_turnout(self, caller: Caller, arguments: dict[str, Any]) -> types.CallToolResult:
+    def _ask_turnout(self, arguments: dict[str, Any]) -> Submission | types.CallToolResult:
         question, language = arguments.get("question"), arguments.get("answerLanguage")
         unknown = sorted(set(arguments) - {"question", "answerLanguage"})
         limits = self.state.settings.limits
@@ -214,47 +266,49 @@ class TurnoutMCP:
                           f"at most {limits.question_max_chars}")
         if language is not None and language not in ("ru", "en", "de"):
             return _error(f"ERROR: {ASK_TURNOUT}: answerLanguage {language!r} is not supported; use one of ru, en, de")
-        return await self._run(caller, question=storable_text(question), answer_language=language, tool_call=None)
+        return Submission(question=storable_text(question), answer_language=language, tool_call=None)
 
-    async def _run(
-        self, caller: Caller, *, question: str, answer_language: str | None, tool_call: dict[str, Any] | None
-    ) -> types.CallToolResult:
-        """Submit a job (as POST /v1/questions does: the per-key limit, row first, then the message)
-        and wait for it up to the bound."""
-        state, settings = self.state, self.state.settings
+    async def _submit(self, caller: Caller, call: Submission) -> jobs_db.JobRow | types.CallToolResult:
+        """The job's row, as POST /v1/questions makes it (the per-key limit first); its message is
+        sent by the caller of this, once it watches the job (or not at all for a task)."""
+        settings = self.state.settings
         try:
             await self._limits().hit(caller.key_id)
         except ApiError as exc:
             return _error(f"ERROR: {exc.message}")
-        canonical = json.dumps({"question": question, "answerLanguage": answer_language, "toolCall": tool_call},
-                               sort_keys=True, separators=(",", ":"), default=str)
-        async with state.pool.acquire() as conn:
+        async with self.state.pool.acquire() as conn:
             job, _ = await jobs_db.create_job(
-                conn, api_key_id=caller.key_id, question=question, answer_language=answer_language,
-                page_size=None, webhook_url=None, idempotency_key=None,
-                request_hash=hashlib.sha256(canonical.encode()).hexdigest(), lease_s=settings.job_lease_s,
-                source=SOURCE, client=caller.client, tool_call=tool_call,
+                conn, api_key_id=caller.key_id, question=call.question, answer_language=call.answer_language,
+                page_size=None, webhook_url=None, idempotency_key=None, request_hash=call.request_hash(),
+                lease_s=settings.job_lease_s, source=SOURCE, client=caller.client, tool_call=call.tool_call,
             )
-        submitted = {"question": question, "answerLanguage": answer_language, "pageSize": None, "toolCall": tool_call}
+        return job
+
+    async def _send(self, job: jobs_db.JobRow, call: Submission) -> None:
+        await asyncio.to_thread(
+            functools.partial(send_run_job, self.state.producer, self.state.settings, job.id, submitted=call.submitted())
+        )
+
+    async def _wait(self, caller: Caller, job: jobs_db.JobRow, call: Submission) -> types.CallToolResult:
+        """Send the job and wait for it up to the bound (as `Prefer: wait`)."""
+        state = self.state
 
         async def read() -> jobs_db.JobRow:
             return await self._own_job(caller, job.id)
 
         with state.job_events.watch(job.id, final_only=True) as watch:  # before the send: the end cannot slip by
-            await asyncio.to_thread(
-                functools.partial(send_run_job, self.state.producer, settings, job.id, submitted=submitted)
-            )
+            await self._send(job, call)
             job = await until_final(watch, read, state.job_events, wait_s=self.wait_s, job=job)
         if job.status.is_final:
             return self._outcome(await self._visible(job), None)
-        async with state.pool.acquire() as conn:
-            progress = await last_event(conn, job.id)
-        return self._outcome(job, progress)
+        return self._outcome(job, await self._progress(job))
+
+    async def _progress(self, job: jobs_db.JobRow) -> JobEvent | None:
+        async with self.state.pool.acquire() as conn:
+            return await last_event(conn, job.id)
 
     def _outcome(self, job: jobs_db.JobRow, progress: JobEvent | None) -> types.CallToolResult:
-        document = JobDocument.from_row(job, base_url=self.state.settings.public_base_url)
-        meta = {"turnout/jobId": job.id, "turnout/status": job.status.value,
-                "turnout/links": document.links.model_dump(by_alias=True)}
+        meta = self._job_meta(job)
         if job.status is JobStatus.SUCCEEDED and job.result is not None:
             result = QuestionResult.model_validate(job.result)
             return types.CallToolResult(
@@ -280,6 +334,108 @@ class TurnoutMCP:
             f"tool again — read the resource turnout://jobs/{job.id} for its status and result.",
             meta,
         )
+
+    # ---- tasks (2025-11-25; api/mcp/tasks.py) ----
+    async def _task_calls(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """A task-augmented `tools/call` (params carry `task`) on a handshake-era connection: the job
+        is submitted exactly as for a plain call, and its task is answered at once. Any other
+        request goes on down the SDK's chain."""
+        raw = ctx.params
+        if (ctx.method != "tools/call" or not isinstance(raw, Mapping) or raw.get("task") is None
+                or not tasks.serves_tasks(ctx.protocol_version)):
+            return await call_next(ctx)
+        # The checks the SDK makes before its handler (this middleware answers in its place).
+        mcp_methods.validate_client_request("tools/call", ctx.protocol_version, raw)
+        params = types.CallToolRequestParams.model_validate(raw, by_name=False)
+        caller = self.caller(ctx)
+        call = self._submission(params)
+        job = call if isinstance(call, types.CallToolResult) else await self._submit(caller, call)
+        if isinstance(job, types.CallToolResult):  # no job was made: a request error, not a task
+            raise MCPError(types.INVALID_PARAMS, _first_block(job))
+        await self._send(job, cast(Submission, call))
+        created = types.CreateTaskResult(task=tasks.job_task(job, None), _meta=self._job_meta(job))
+        body = tasks.wire(created)
+        # The SDK's own client (and any that reads every tools/call answer as a CallToolResult)
+        # requires `content`; a Result may carry extra keys, so the task is named in text too.
+        body["content"] = [block.model_dump(by_alias=True, mode="json", exclude_none=True) for block in _text(
+            f"TASK: job {job.id} is {job.status.value}; poll tasks/get, read tasks/result when it is done.")]
+        return body
+
+    async def _get_task(self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
+                        ) -> dict[str, Any]:
+        job = await self._own_task(self.caller(ctx), ctx, params.task_id)
+        task = tasks.job_task(job, None if job.status.is_final else await self._progress(job))
+        return tasks.wire(types.GetTaskResult(**task.model_dump()))
+
+    async def _task_result(self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskPayloadRequestParams
+                           ) -> types.CallToolResult:
+        """The CallToolResult the plain call would have returned. The spec blocks until the task
+        ends; this waits up to the bound, then answers an error naming the task's status."""
+        caller = self.caller(ctx)
+        job = await self._own_task(caller, ctx, params.task_id)
+        if not job.status.is_final:
+            job = await watch_until_final(self.state.job_events, job.id, lambda: self._own_job(caller, job.id),
+                                          wait_s=self.wait_s)
+        if not job.status.is_final:
+            raise MCPError(types.INVALID_PARAMS,
+                           f"task {job.id} is still working ({job.status.value}) after {self.wait_s:g}s; "
+                           "poll tasks/get and ask again", {"taskId": job.id, "status": "working"})
+        result = self._outcome(job, None)
+        result.meta = {**(result.meta or {}), tasks.RELATED_TASK_META: {"taskId": job.id}}
+        return result
+
+    async def _cancel_task(self, ctx: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
+                           ) -> dict[str, Any]:
+        """Cancel the job as `DELETE /v1/jobs/{id}` does: only a queued job can be cancelled."""
+        caller = self.caller(ctx)
+        job = await self._own_task(caller, ctx, params.task_id)
+        async with self.state.pool.acquire() as conn:
+            outcome, finished = await jobs_db.cancel_job(conn, job.id, api_key_id=caller.key_id)
+        if outcome == "not_found":
+            raise MCPError(RESOURCE_NOT_FOUND, f"no task {job.id} for this key")
+        if finished is None:
+            status = JobStatus(outcome)
+            if status.is_final:  # the spec's answer for a task in a terminal status
+                raise MCPError(types.INVALID_PARAMS,
+                               f"task {job.id} is already {tasks.task_status(await self._own_job(caller, job.id))}; "
+                               "it cannot be cancelled", {"taskId": job.id, "jobStatus": status.value})
+            # The job machine cancels queued jobs only: a claimed job runs to its end.
+            raise MCPError(types.INVALID_PARAMS, f"task {job.id} is already running; only a queued job can be "
+                           "cancelled", {"taskId": job.id, "jobStatus": status.value})
+        if finished.delivery_id is not None:
+            await asyncio.to_thread(send_webhook, self.state.producer, self.state.settings, finished.delivery_id)
+        return tasks.wire(types.CancelTaskResult(**tasks.job_task(finished.job, None).model_dump()))
+
+    async def _list_tasks(self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+                          ) -> dict[str, Any]:
+        """The key's MCP jobs, newest first, a page at a time."""
+        caller = self.caller(ctx)
+        self._require_tasks(ctx)
+        before = None
+        if params.cursor is not None and (before := tasks.decode_cursor(params.cursor)) is None:
+            raise MCPError(types.INVALID_PARAMS, "invalid cursor")
+        async with self.state.pool.acquire() as conn:
+            page = await jobs_db.list_jobs(conn, api_key_id=caller.key_id, source=SOURCE,
+                                           limit=tasks.LIST_PAGE + 1, before=before)
+            more = len(page) > tasks.LIST_PAGE
+            page = page[:tasks.LIST_PAGE]
+            listed = [tasks.job_task(job, None if job.status.is_final else await last_event(conn, job.id))
+                      for job in page]
+        return tasks.wire(types.ListTasksResult(tasks=listed,
+                                                next_cursor=tasks.encode_cursor(page[-1]) if more else None))
+
+    def _require_tasks(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        if not tasks.serves_tasks(ctx.protocol_version):
+            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", ctx.method)
+
+    async def _own_task(self, caller: Caller, ctx: ServerRequestContext[Any, Any], task_id: str) -> jobs_db.JobRow:
+        """The key's MCP job of that id; any other (another key's, an HTTP job) is no task."""
+        self._require_tasks(ctx)
+        async with self.state.pool.acquire() as conn:
+            job = await jobs_db.get_job(conn, task_id, api_key_id=caller.key_id)
+        if job is None or job.source != SOURCE:
+            raise MCPError(RESOURCE_NOT_FOUND, f"no task {task_id} for this key")
+        return await self._visible(job)
 
     # ---- resources ----
     async def _list_resources(
@@ -319,6 +475,11 @@ class TurnoutMCP:
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=JSON_MIME, text=text)])
 
     # ---- helpers ----
+    def _job_meta(self, job: jobs_db.JobRow) -> dict[str, Any]:
+        document = JobDocument.from_row(job, base_url=self.state.settings.public_base_url)
+        return {"turnout/jobId": job.id, "turnout/status": job.status.value,
+                "turnout/links": document.links.model_dump(by_alias=True)}
+
     async def _own_job(self, caller: Caller, job_id: str) -> jobs_db.JobRow:
         async with self.state.pool.acquire() as conn:
             job = await jobs_db.get_job(conn, job_id, api_key_id=caller.key_id)

@@ -135,6 +135,25 @@ async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | No
     return _job(row) if row is not None else None
 
 
+async def list_jobs(
+    conn: asyncpg.Connection, *, api_key_id: str, source: str, limit: int,
+    before: tuple[datetime, str] | None = None,
+) -> list[JobRow]:
+    """One key's jobs from one source, newest first; `before` = (created_at, id) of the last job of
+    the previous page (keyset paging on the `jobs_key_created` index, stable while jobs arrive)."""
+    rows = await conn.fetch(
+        """
+        SELECT * FROM jobs
+        WHERE api_key_id = $1 AND source = $2
+          AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
+        ORDER BY created_at DESC, id DESC
+        LIMIT $5
+        """,
+        api_key_id, source, before[0] if before else None, before[1] if before else None, limit,
+    )
+    return [_job(r) for r in rows]
+
+
 async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) -> JobRow | None:
     """queued -> running with a lease; None when the job is not queued (running elsewhere, final, unknown)."""
     # One statement (the claim and its `running` event together, atomically): one round trip, one
