@@ -34,9 +34,13 @@ def _without_dates(topic: str, phrase: str) -> str:
 def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReading) -> tuple[str, dict[str, Any]]:
     """The call to validate: ``tool`` and ``arguments`` with the filters code read from the question."""
     args = dict(arguments)
+    # Where the chosen tool cannot do what the question's own words ask for, the combined tool can:
     if tool == ASK and reading.dates is not None:
         # AskArticles has no date filter: a question about a period is answered over that
-        # period's articles, which only the combined tool's search can select.
+        # period's articles, which only the combined tool's search can select;
+        tool = SEARCH_AND_ASK
+    elif tool == SEARCH and reading.asks_for_answer:
+        # SearchArticles lists and answers nothing: "find … and explain", "… answer in German".
         tool = SEARCH_AND_ASK
     if tool in (SEARCH, SEARCH_AND_ASK):
         if reading.dates is not None and isinstance(args.get(TOPIC_FIELD), str):

@@ -153,6 +153,7 @@ class CaseResult:
     question_language: str = "other"
     rounds: int = 0
     refused: bool = False  # no tool decided (a refusal, or a failure without a tool)
+    routed_by: str = "llm"  # "fallback": the deterministic rules decided (no usable call, or code read no request)
 
 
 def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseResult:
@@ -169,6 +170,7 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         output_tokens=decision.usage.output_tokens, arguments=decision.arguments,
         error=f"{decision.error}: {decision.message}" if decision.error else None, tags=case.tags,
         question_language=case.question_language, rounds=decision.rounds, refused=decision.tool is None,
+        routed_by=decision.routed_by,
     )
 
 
@@ -235,6 +237,7 @@ def summarize(results: Sequence[CaseResult]) -> dict[str, Any]:
             "max": round(latencies[-1], 1) if latencies else None,
         },
         "llmCalls": sum(r.llm_calls for r in results),
+        "routedBy": {by: sum(r.routed_by == by for r in results) for by in sorted({r.routed_by for r in results})},
         "perQuestion": {
             "rounds": _per_question(sum(r.rounds for r in results), n),
             "llmCalls": _per_question(sum(r.llm_calls for r in results), n),
@@ -307,6 +310,7 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
         f"LLM calls: {s['llmCalls']}   tokens: in {s['tokens']['input']}, out {s['tokens']['output']}, "
         f"total {s['tokens']['total']}",
         "per question: " + ", ".join(f"{k} {v}" for k, v in s["perQuestion"].items()),
+        "decided by: " + ", ".join(f"{k} {v}" for k, v in s["routedBy"].items()),
     ]
     if show_misses:
         misses = [c for c in report.cases if not (c.tool_ok and all(c.fields.values()))]
@@ -327,7 +331,7 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
     """One row per report (model x mode x split), then one row per question language of each."""
     head = (
         "| model | mode | split | group | cases | tool | all args | dates | language | refusals | "
-        "p50 ms | p95 ms | rounds/q | prompt tok/q | output tok/q |"
+        "p50 ms | p95 ms | rounds/q | prompt tok/q | output tok/q | decided by the rules |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for report in reports:
@@ -342,7 +346,8 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
                 f"{_cell(g['languageAccuracy'])} | {_cell(g['refusals']['correct'])} | "
                 f"{lat['p50'] if lat else ''} | {lat['p95'] if lat else ''} | "
                 f"{per_q['rounds'] if per_q else ''} | {per_q['promptTokens'] if per_q else ''} | "
-                f"{per_q['outputTokens'] if per_q else ''} |"
+                f"{per_q['outputTokens'] if per_q else ''} | "
+                f"{s['routedBy'].get('fallback', 0) if name == 'all' else ''} |"
             )
     return "\n".join(lines)
 

@@ -232,6 +232,7 @@ class QuestionReading:
     answer_asked: Language | None  # the answer language the question itself asks for ("answer in English")
     dates: DateExpectation | None
     sort: str | None  # "oldest" when asked for, else None
+    asks_for_answer: bool  # "… and explain", "answer in English": an answer is wanted, not only a list
 
     @property
     def filters(self) -> dict[str, Any]:
@@ -267,6 +268,7 @@ def read_question(
         answer_asked=cues.answer,
         dates=dates,
         sort="oldest" if _OLDEST.search(rest) and not _NEWEST.search(rest) else None,
+        asks_for_answer=cues.answer is not None or _ASK_CLAUSE.search(rest) is not None,
     )
 
 

@@ -342,3 +342,14 @@ async def test_code_filled_routing_refuses_what_the_rules_read_as_no_request_wit
     # A request still goes to the model.
     result = await route_question(deps, request("find posts about TLS certificates"))
     assert result.routed_by == "llm" and len(llm.chat_requests) == 1
+
+
+async def test_a_list_the_question_also_wants_explained_goes_to_the_combined_tool(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool
+) -> None:
+    decided = await _decide(llm, settings, db, "Найди статьи про OCSP и объясни, почему от него отказались",
+                            {"tool": SEARCH, "arguments": {"text": "OCSP"}})
+    assert decided.tool == SEARCH_AND_ASK and decided.arguments["text"] == "OCSP"
+    assert decided.arguments["question"].startswith("Найди статьи про OCSP и объясни")
+    listed = await _decide(llm, settings, db, "Найди статьи про OCSP", {"tool": SEARCH, "arguments": {"text": "OCSP"}})
+    assert listed.tool == SEARCH
