@@ -147,6 +147,14 @@ Message: Wie funktioniert das Caching in Nginx?
 {"tool":"AskArticles"}
 Message: What do the Russian posts say about Kotlin coroutines?
 {"tool":"AskArticles"}
+Message: Which Python versions are still supported?
+{"tool":"AskArticles"}
+Message: tell me about the Redis licence change
+{"tool":"AskArticles"}
+Message: unterstützt Podman Container ohne root
+{"tool":"AskArticles"}
+Message: Что пишут англоязычные статьи о Deno?
+{"tool":"AskArticles"}
 Message: Что изменилось в Terraform в первом квартале 2024?
 {"tool":"AskArticles"}
 Message: Есть ли посты о миграции на Java 21? Кратко перескажи их
