@@ -28,6 +28,7 @@ class FallbackDecision:
     tool: str | None  # None: refused
     arguments: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
+    reading: QuestionReading | None = None  # what code read from the question (None: refused before reading)
 
 
 def _r(pattern: str) -> re.Pattern[str]:
@@ -272,12 +273,6 @@ def read_question(
     )
 
 
-def without_injection(question: str) -> str:
-    """The question without the clauses that try to change the rules (all of it when nothing else is left)."""
-    text = " ".join(question.split())
-    return _without_injection(text) or text
-
-
 def fallback_decision(
     question: str, today: date, *, answer_language: Language | None = None, client_language: Language | None = None
 ) -> FallbackDecision:
@@ -296,16 +291,16 @@ def fallback_decision(
     text, rest, dates, filters = reading.text, reading.rest, reading.dates, reading.filters
 
     def search(reason: str) -> FallbackDecision:
-        return FallbackDecision(SEARCH, _present({"text": _keywords(rest), **filters}), reason)
+        return FallbackDecision(SEARCH, _present({"text": _keywords(rest), **filters}), reason, reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
         arguments = {"text": _keywords(search_text, drop=_ASK_WORDS), **filters, "question": text,
                      "answerLanguage": reading.answer}
-        return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason)
+        return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason, reading)
 
     def ask(reason: str) -> FallbackDecision:
         arguments = {"question": text, "language": reading.language, "answerLanguage": reading.answer}
-        return FallbackDecision(ASK, _present(arguments), reason)
+        return FallbackDecision(ASK, _present(arguments), reason, reading)
 
     ask_clause = _ASK_CLAUSE.search(rest)
     if _SEARCH_VERB.search(rest):

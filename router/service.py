@@ -38,13 +38,7 @@ from router.code_filters import fill_filters
 from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenAIEngine, ToolIntent, Turn
 from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
-from router.fallback import (
-    FallbackDecision,
-    QuestionReading,
-    fallback_decision,
-    read_question,
-    without_injection,
-)
+from router.fallback import FallbackDecision, fallback_decision
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
 from router.hooks import RunHooks
 from router.language import detect_language
@@ -221,7 +215,7 @@ class _Run:
         self._rejected: set[str] = set()
         # The first LLM call's rate-limit permit, asked for while the decision cache is read.
         self._first_permit: asyncio.Task[None] | None = None
-        self._reading: QuestionReading | None = None  # read on first use (code-filled filters)
+        self._deterministic: FallbackDecision | None = None  # the rules' decision, read once (see _rules)
 
     async def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -388,9 +382,7 @@ class _Run:
         """Code-filled filters: code also reads first whether the message asks for anything. A
         greeting, small talk, an off-topic task or an injection with nothing else in it is refused
         by the deterministic rules without an LLM call (a small model picks a tool for most of them)."""
-        decision = fallback_decision(
-            self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
-        )
+        decision = self._rules()
         if decision.tool is not None:
             return None
         self.routed_reason = f"the deterministic rules read no request ({decision.reason}); the LLM was not asked"
@@ -400,14 +392,10 @@ class _Run:
     def _filled(self, intent: ToolIntent) -> ToolIntent:
         """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""
         arguments = parse_arguments(intent.arguments)
-        if isinstance(arguments, str):  # not an object: the gateway rejects it with its own words
+        reading = self._rules().reading  # set: a question the rules refuse never reaches the model here
+        if isinstance(arguments, str) or reading is None:  # not an object: the gateway rejects it in its words
             return intent
-        if self._reading is None:
-            self._reading = read_question(
-                without_injection(self.question), self.today, answer_language=self.req.language,
-                client_language=self.req.material_language,
-            )
-        tool, filled = fill_filters(intent.name, arguments, self._reading)
+        tool, filled = fill_filters(intent.name, arguments, reading)
         return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))
 
     async def _handle_calls(
@@ -524,11 +512,19 @@ class _Run:
         self.routed_by, self.routed_reason = "fallback", f"{reason}; the deterministic router found a request"
         return verdict
 
+    def _rules(self) -> FallbackDecision:
+        """The deterministic rules' decision for this question: read once, used by the code-filled
+        filters, the no-request check and the fallback."""
+        if self._deterministic is None:
+            self._deterministic = fallback_decision(
+                self.question, self.today, answer_language=self.req.language,
+                client_language=self.req.material_language,
+            )
+        return self._deterministic
+
     def _deterministic_call(self) -> tuple[FallbackDecision, ValidatedCall | Rejection | None]:
         """The deterministic router's decision and its call as the gateway judges it (None: no call)."""
-        decision = fallback_decision(
-            self.question, self.today, answer_language=self.req.language, client_language=self.req.material_language
-        )
+        decision = self._rules()
         verdict = self.validator.validate(decision.tool, decision.arguments) if decision.tool is not None else None
         return decision, verdict
 
