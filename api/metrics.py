@@ -182,6 +182,10 @@ _COUNTERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
                             ("task",)),
     counters.SUPERVISOR_RESTARTS: ("turnout_supervisor_restarts", "Children of `turnout up` restarted by its "
                                    "supervisor", ("child",)),
+    counters.ANSWER_CHECKS: ("turnout_answer_checks", "RAG model answers checked before acceptance, by attempt "
+                             "(first | strict) and verdict (accepted or why it is not an answer)", ("attempt", "verdict")),
+    counters.ANSWER_OUTCOMES: ("turnout_answer_outcomes", "RAG answers by outcome (llm | llm_on_retry | "
+                               "extractive_<why>)", ("outcome",)),
 }
 
 

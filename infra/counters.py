@@ -33,6 +33,8 @@ RATE_LIMIT = "rate_limit"  # outcome (waited | gave_up)
 PAGE_CACHE = "page_cache"  # outcome (hit | miss)
 TOOL_RESENDS = "tool_resends"  # task (a search/RAG task sent again: its worker died)
 SUPERVISOR_RESTARTS = "supervisor_restarts"  # child
+ANSWER_CHECKS = "answer_checks"  # attempt (first | strict), verdict (accepted | empty | restates_question | off_material | uncited)
+ANSWER_OUTCOMES = "answer_outcomes"  # outcome (llm | llm_on_retry | extractive_non_answer | extractive_failed | extractive_no_llm | extractive_no_time)
 
 LLM_OUTCOMES = ("ok", "429", "5xx", "timeout", "unreachable", "rejected")
 RECENT_RESTARTS = 50

@@ -66,7 +66,8 @@ class Source(WireModel):
     snippet: str
     score: float
     language: Language | None = None
-    chunk: int | None = None
+    chunk: int | None = None  # position of the chunk the snippet comes from (the article's best)
+    chunks: list[int] | None = None  # positions of every chunk of this article the answer model read
 
 
 class Usage(WireModel):

@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     rag_rerank_model: str = "rerank"
     rag_rerank_api_key: SecretStr | None = None
     rag_rerank_candidates: PositiveInt = 20
+    # Token budget of the passages in the answer prompt (estimated, ~3 characters a token), capped
+    # by limits.rag_context_tokens: a small model on 2 cores reads ~70 tokens/s before its first word.
+    rag_answer_context_tokens: PositiveInt = 700
 
     limits: Limits = Field(default_factory=Limits)
 

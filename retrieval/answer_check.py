@@ -1,0 +1,132 @@
+"""Is a model's text an answer? The check before an LLM answer is accepted (issue 25).
+
+A small model sometimes restates the question, asks the user for the question or says it
+cannot help, although the right passages were in its prompt. Such text is not an answer. The
+check measures, rather than matching phrases:
+
+- **new words**: the answer's content words (stop words and citation markers left out, words
+  compared by a 5-letter stem so ru/de inflections match) that are not the question's own;
+- **support**: the share of those new words that occur in the passages it was given;
+- **citations**: ``[n]`` markers that point at a passage.
+
+Across scripts (a Russian answer from English passages) only names and numbers can be
+shared, so there a cited answer passes and an uncited one must carry over two of them. The
+thresholds below were chosen on the dev half of the answer set (docs/rag.md, "Answer check").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Verdict = Literal["accepted", "empty", "restates_question", "off_material", "uncited"]
+
+MIN_NEW_WORDS = 1  # no content word beyond the question's: it restates the question
+MIN_SUPPORT = 0.3  # share of new words found in the passages (a passage in the answer's script)
+MIN_SUPPORT_UNCITED = 0.5  # an answer without a valid [n] must be drawn from the passages more plainly
+MIN_SHARED_UNCITED_CROSS_SCRIPT = 2  # across scripts, an uncited answer shares this many names/numbers
+STEM = 5
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[a-zA-Z\u00c0-\u024f]")
+
+# Function words of the three languages (and the filler a model writes around an answer); the
+# check compares content, so these are left out before anything is counted.
+STOP_WORDS = frozenset("""
+the a an and or but if then than that this these those there here what which who whom whose when where why how
+is are was were be been being am do does did done doing have has had having can could will would shall should
+may might must not no nor yes of in on at to for from by with without about into over under after before
+between through during above below up down out off again further once also just only very more most other
+some such own same so too any each all both few it its they them their theirs we our us you your he she his
+her him i me my as via per one two use used using based according article articles material passage
+passages text question answer answers information provided given following however
+и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее её мне было вот от
+меня еще ещё нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь опять уж
+вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам чтоб без будто
+чего раз тоже себе под будет ж тогда кто этот того потому этого какой совсем ним здесь этом один почти мой
+тем чтобы нее сейчас были куда зачем всех никогда можно при наконец два об другой хоть после над больше тот
+через эти нас про всего них какая много разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть
+том нельзя такой им более всегда конечно всю между это также является статья статье статьи статей материал
+материале вопрос ответ фрагмент фрагменты согласно
+der die das den dem des ein eine einer eines einem einen und oder aber wenn dann als dass daß ist sind war
+waren sein bin bist seid wird werden wurde wurden hat haben hatte hatten kann können konnte muss müssen soll
+sollen nicht kein keine keinen im in an auf zu zum zur für von vom mit ohne über unter nach vor bei aus durch
+um es sie er wir ihr ich du man sich auch nur noch schon so wie was wer wo wann warum welche welcher welches
+diese dieser dieses diesem diesen jede jeder jedes alle sehr mehr dort hier laut gemäß artikel material
+abschnitt frage antwort
+""".split())
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    verdict: Verdict
+    new_words: int  # content stems of the answer not in the question
+    supported: int  # of those, found in the passages
+    support: float  # supported / new words
+    citations: int  # valid [n] markers
+    cross_script: bool
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accepted"
+
+    def document(self) -> dict[str, object]:
+        return {"verdict": self.verdict, "newWords": self.new_words, "supported": self.supported,
+                "support": round(self.support, 3), "citations": self.citations, "crossScript": self.cross_script}
+
+
+def stems(text: str) -> set[str]:
+    """The content words of ``text``, lower-cased and cut to a stem (``ё`` read as ``е``)."""
+    out: set[str] = set()
+    for word in _WORD.findall(_MARKER.sub(" ", text.lower().replace("ё", "е"))):
+        if word in STOP_WORDS or (len(word) < 3 and not word.isdigit()):
+            continue
+        out.add(word[:STEM])
+    return out
+
+
+def _script(text: str) -> str:
+    cyrillic, latin = len(_CYRILLIC.findall(text)), len(_LATIN.findall(text))
+    return "cyrillic" if cyrillic > latin else "latin"
+
+
+def citation_numbers(answer: str) -> list[int]:
+    return [int(n) for n in _MARKER.findall(answer)]
+
+
+def check_answer(answer: str, question: str, passages: Sequence[str], n_sources: int) -> AnswerCheck:
+    """The verdict on one model answer, with the measures it was decided on."""
+    asked = stems(question)
+    new = stems(answer) - asked
+    citations = sum(1 for n in citation_numbers(answer) if 1 <= n <= n_sources)
+    scripts = {_script(p) for p in passages}
+    cross_script = bool(scripts) and _script(answer) not in scripts
+    supported = len(new & _union(stems(p) for p in passages))
+    support = supported / len(new) if new else 0.0
+
+    verdict: Verdict = "accepted"
+    if not stems(answer):
+        verdict = "empty"
+    elif len(new) < MIN_NEW_WORDS:
+        verdict = "restates_question"
+    elif cross_script:
+        # Only names and numbers can be shared across scripts: a cited answer passes, an uncited
+        # one must carry over at least two of them.
+        if not citations and supported < MIN_SHARED_UNCITED_CROSS_SCRIPT:
+            verdict = "uncited"
+    elif support < MIN_SUPPORT:
+        verdict = "off_material"
+    elif not citations and support < MIN_SUPPORT_UNCITED:
+        verdict = "uncited"
+    return AnswerCheck(verdict, len(new), supported, support, citations, cross_script)
+
+
+def _union(sets: Iterable[set[str]]) -> set[str]:
+    out: set[str] = set()
+    for s in sets:
+        out |= s
+    return out

@@ -1,0 +1,90 @@
+"""The answer model call: one helper for the streamed and the plain call, so both are counted.
+
+Every HTTP attempt goes through ``counted_call("answer", …)`` (its outcome on `/metrics` as
+``turnout_llm_call_outcomes{kind="answer"}``) and every retry through
+``llm_retrying(counted_as="answer")``. A streamed attempt counts once the whole stream is
+read: a stream cut half-way is a failed attempt, retried like a failed request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from infra.llm import counted_call, llm_retrying
+from infra.results import Usage
+from infra.settings import Settings
+from retrieval.answer_stream import AnswerStream
+
+ANSWER_MAX_TOKENS = 320  # two to five sentences; a small model writes ~10 tokens a second on 2 cores
+
+
+@dataclass
+class ModelCall:
+    answer: str | None
+    usage: Usage
+    model: str
+    latency_ms: float
+    error: str | None = None
+
+
+def _add_usage(usage: Usage, reported: Any) -> None:
+    if reported is not None:
+        usage.input_tokens += reported.prompt_tokens
+        usage.output_tokens += reported.completion_tokens
+        usage.total_tokens += reported.total_tokens
+
+
+async def call_answer_model(
+    llm: openai.AsyncOpenAI, settings: Settings, messages: list[dict[str, str]], *,
+    deadline: float | None, stream: AnswerStream | None, usage: Usage | None = None,
+) -> ModelCall:
+    """Ask the answer model (retried within ``deadline``); with ``stream``, its tokens go into
+    it as they come and a retried attempt starts the stream over."""
+    usage = usage if usage is not None else Usage()
+    model = settings.llm_answer_model
+    started = time.monotonic()
+
+    async def attempt_once(timeout_s: float) -> tuple[str, str]:
+        request: dict[str, Any] = {"model": settings.llm_answer_model, "messages": messages, "temperature": 0,
+                                   "max_tokens": ANSWER_MAX_TOKENS, "timeout": timeout_s}
+        if stream is None:
+            response = await llm.chat.completions.create(**request)
+            _add_usage(usage, response.usage)
+            text = (response.choices[0].message.content or "") if response.choices else ""
+            return text, response.model or model
+        parts: list[str] = []
+        seen_model = model
+        chunks = await llm.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
+        async for chunk in chunks:
+            seen_model = chunk.model or seen_model
+            _add_usage(usage, chunk.usage)
+            if chunk.choices and chunk.choices[0].delta.content:
+                parts.append(chunk.choices[0].delta.content)
+                await stream.add(chunk.choices[0].delta.content)
+        await stream.finish()
+        return "".join(parts), seen_model
+
+    try:
+        async for attempt in llm_retrying(settings, deadline=deadline, counted_as="answer"):
+            with attempt:
+                if stream is not None:
+                    await stream.reset("the language model call is retried")
+                timeout = settings.limits.llm_call_timeout_s
+                if deadline is not None:
+                    timeout = max(0.5, min(timeout, deadline - time.monotonic()))
+                usage.llm_calls += 1
+                text, model = await counted_call("answer", attempt_once(timeout))
+    except (openai.OpenAIError, TimeoutError) as exc:
+        return ModelCall(None, usage, settings.llm_answer_model, _ms(started), f"{type(exc).__name__}: {exc}")
+    content = text.strip()
+    if not content:
+        return ModelCall(None, usage, settings.llm_answer_model, _ms(started), "the model returned no answer text")
+    return ModelCall(content, usage, model, _ms(started))
+
+
+def _ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)

@@ -1,0 +1,74 @@
+"""The answer check, citation repair and passage tightening on their own (pure functions).
+The non-answers are the ones the offline model gave in issue 25, or of their kind."""
+
+from __future__ import annotations
+
+from retrieval.answer_check import check_answer
+from retrieval.answer_prompt import SYSTEM_PROMPT, build_messages, tighten
+from retrieval.citations import repair_citations, unresolved_citations
+
+YJIT = ("Ruby 3.3 ships YJIT, a just-in-time compiler, enabled with --yjit. YJIT makes Rails applications about "
+        "15 percent faster and uses less memory than in Ruby 3.2.")
+MX = "Ein MX-Eintrag nennt den Mailserver einer Domain; die Priorität entscheidet, welcher Server zuerst gefragt wird."
+
+
+def test_an_answer_drawn_from_the_passages_is_accepted() -> None:
+    check = check_answer("YJIT is a just-in-time compiler shipped with Ruby 3.3; it makes Rails applications "
+                         "about 15 percent faster [1].", "What is YJIT in Ruby?", [YJIT], 1)
+    assert check.accepted and check.citations == 1 and check.support > 0.8
+
+
+def test_asking_the_user_for_the_question_is_not_an_answer() -> None:
+    # Russian non-answer over English passages (issue 25): nothing cited, nothing carried over.
+    check = check_answer("Конечно, я могу помочь вам с этим. Пожалуйста, предоставьте вопрос, и я постараюсь "
+                         "ответить.", "Что такое YJIT в Ruby?", [YJIT], 1)
+    assert check.verdict == "uncited" and check.cross_script
+    same_language = check_answer("Sure, I can help you with that. Please provide the question you want answered.",
+                                 "What is YJIT in Ruby?", [YJIT], 1)
+    assert same_language.verdict == "off_material"
+
+
+def test_saying_it_cannot_help_is_not_an_answer_even_with_a_marker() -> None:
+    check = check_answer("Es tut mir leid, dabei kann ich leider nicht helfen [1].", "Was ist ein MX-Eintrag?",
+                         [MX], 1)
+    assert check.verdict == "off_material" and check.support < 0.3
+
+
+def test_restating_the_question_is_not_an_answer() -> None:
+    assert check_answer("What is YJIT in Ruby?", "What is YJIT in Ruby?", [YJIT], 1).verdict == "restates_question"
+    assert check_answer("[1]", "What is YJIT in Ruby?", [YJIT], 1).verdict == "empty"
+
+
+def test_a_short_factual_answer_and_a_cited_cross_language_one_pass() -> None:
+    assert check_answer("In 1871 [1].", "When was the lighthouse built?", ["It was built in 1871."], 1).accepted
+    russian = check_answer("Очистите цепь сухой тканью и смажьте каждое звено [1].", "Как ухаживать за цепью?",
+                           ["Wipe the chain with a dry cloth and oil every link sparingly."], 1)
+    assert russian.accepted and russian.cross_script
+    uncited = check_answer("YJIT — JIT-компилятор Ruby 3.3, ускоряет Rails.", "Что такое YJIT?", [YJIT], 1)
+    assert uncited.accepted  # no marker, but names and numbers of the passage carried over
+
+
+def test_an_uncited_answer_needs_more_support() -> None:
+    loose = "Rails applications run on servers that people configure, monitor and restart carefully every day."
+    assert check_answer(loose, "What does YJIT change?", [YJIT], 1).verdict in {"uncited", "off_material"}
+    assert check_answer(loose + " [1]", "What does YJIT change?", [YJIT], 1).verdict == "off_material"
+
+
+def test_citations_that_point_nowhere_are_dropped_and_lists_split() -> None:
+    repaired = repair_citations("A [1]. B [3][2]. C [1, 2]. D [1-2]. E [7].", 2)
+    assert repaired == "A [1]. B [2]. C [1][2]. D [1][2]. E."
+    assert unresolved_citations(repaired, 2) == [] and unresolved_citations("x [0] [3]", 2) == [0, 3]
+
+
+def test_a_long_chunk_is_tightened_around_the_question() -> None:
+    filler = " ".join(f"Sentence number {i} talks about gardening and weather." for i in range(20))
+    text = filler + " The MX record names the mail server of a domain. " + filler
+    tight = tighten(text, {"recor", "mail"}, max_chars=300)
+    assert "The MX record names the mail server of a domain." in tight and len(tight) <= 300
+
+
+def test_the_system_message_is_the_same_bytes_for_every_question() -> None:
+    a = build_messages("Was ist ein MX-Eintrag?", "de", [])
+    b = build_messages("How fast is YJIT?", "ru", [], strict=True)
+    assert a[0]["content"] == b[0]["content"] == SYSTEM_PROMPT
+    assert a[1]["content"] != b[1]["content"] and "Russian" in b[1]["content"]
