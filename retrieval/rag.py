@@ -67,13 +67,25 @@ MIN_LLM_TIME_S = 1.0  # less time than this before the deadline: answer extracti
 # so the extractive answer still arrives in time, also inside the router fallback's short reserve.
 EXTRACTIVE_RESERVE_S = 1.5
 
+# The extractive answer's first line, by why no model answer was used: "unavailable" (no model,
+# no time, the call failed) or "non_answer" (the model replied twice with something not an answer).
 _EXTRACTIVE_HEADER = {
-    "en": "Extractive answer (no language model was available): the most relevant passages, quoted from "
-          "the sources as written.",
-    "ru": "Извлечённый ответ (языковая модель недоступна): наиболее подходящие фрагменты, процитированные "
-          "из источников без изменений.",
-    "de": "Extraktive Antwort (kein Sprachmodell verfügbar): die passendsten Abschnitte, unverändert aus den "
-          "Quellen zitiert.",
+    "unavailable": {
+        "en": "Extractive answer (no language model was available): the most relevant passages, quoted from "
+              "the sources as written.",
+        "ru": "Извлечённый ответ (языковая модель недоступна): наиболее подходящие фрагменты, процитированные "
+              "из источников без изменений.",
+        "de": "Extraktive Antwort (kein Sprachmodell verfügbar): die passendsten Abschnitte, unverändert aus den "
+              "Quellen zitiert.",
+    },
+    "non_answer": {
+        "en": "Extractive answer (the language model gave no usable answer): the most relevant passages, quoted "
+              "from the sources as written.",
+        "ru": "Извлечённый ответ (языковая модель не дала пригодного ответа): наиболее подходящие фрагменты, "
+              "процитированные из источников без изменений.",
+        "de": "Extraktive Antwort (das Sprachmodell gab keine brauchbare Antwort): die passendsten Abschnitte, "
+              "unverändert aus den Quellen zitiert.",
+    },
 }
 
 
@@ -221,7 +233,8 @@ async def _answer_from(
     """The model's checked answer from the selected passages, else the extractive one."""
     def extractive(usage: Usage, outcome: str, reason: str) -> RagOutcome:
         bump(ANSWER_OUTCOMES, outcome=outcome)
-        return _extractive(selection, answer_language, coverage_limited, usage, reason)
+        why = "non_answer" if outcome == "extractive_non_answer" else "unavailable"
+        return _extractive(selection, answer_language, coverage_limited, usage, reason, why=why)
 
     if ctx.llm is None:
         return await _streamed(stream, extractive(Usage(), "extractive_no_llm", "no language model is configured"))
@@ -346,11 +359,12 @@ def _source(article: ArticlePassages) -> Source:
 
 
 def _extractive(
-    selection: Selection, answer_language: str, coverage_limited: bool, usage: Usage, reason: str
+    selection: Selection, answer_language: str, coverage_limited: bool, usage: Usage, reason: str, *,
+    why: str = "unavailable",
 ) -> RagOutcome:
     """The best passages of the first articles, quoted as written (numbered like the sources)."""
     quoted = selection.articles[:EXTRACTIVE_PASSAGES]
-    lines = [_EXTRACTIVE_HEADER[answer_language], ""]
+    lines = [_EXTRACTIVE_HEADER[why][answer_language], ""]
     for a in quoted:
         lines.append(f"[{a.number}] {a.source.title}: «{_snippet(a.texts[0], PASSAGE_CHARS)}»")
     return RagOutcome(

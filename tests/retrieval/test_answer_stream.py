@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+import redis.asyncio as aioredis
 
 from infra.db.api_keys import create_key
 from infra.db.job_events import JobEvent, events_after
@@ -15,9 +16,10 @@ from infra.vectors import VectorStore
 from retrieval.answer_stream import DELTA, RESET
 from retrieval.rag import RagContext, answer_question
 from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
+from tests.retrieval.test_rag_answers import delta, metric_samples, redis_client
 from tests.support.llm_server import HttpError, ScriptedLLM, Text
 
-FIXTURES = (rag_db, rag_settings, store)
+FIXTURES = (rag_db, rag_settings, store, redis_client)
 QUESTION = "How do I renew my TLS certificate automatically?"
 
 
@@ -54,9 +56,12 @@ def _streamed_text(events: list[JobEvent]) -> str:
     return text
 
 
-async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(ctx: RagContext, llm: ScriptedLLM) -> None:
+async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(
+    ctx: RagContext, llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+) -> None:
+    before = await metric_samples(db, redis_client, settings)
     job_id = await _job(ctx.pool)
-    words = " ".join(f"word{i}" for i in range(40))
+    words = " ".join(["The client checks the expiry date and renews the certificate thirty days before it expires."] * 6)
     llm.script(HttpError(500, "retry me"), Text(f"  \n Renew it with the ACME client [1]. {words} [2].  \n",
                                                 chunk_delay_s=0.01))
     outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None,
@@ -69,13 +74,18 @@ async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(ctx: Ra
     assert len(deltas) > 3 and _streamed_text(events) == outcome.answer
     assert deltas[0].created_at < deltas[-1].created_at  # written while the model was still talking
     assert [e.id for e in events] == sorted(e.id for e in events)
+    # The streamed call is counted like the plain one (issue 24 item 2): the 500, the retry, the success.
+    after = await metric_samples(db, redis_client, settings)
+    assert delta(before, after, "turnout_llm_call_outcomes_total", kind="answer", outcome="5xx") == 1
+    assert delta(before, after, "turnout_llm_call_outcomes_total", kind="answer", outcome="ok") == 1
+    assert delta(before, after, "turnout_llm_retries_total", kind="answer") == 1
 
 
 async def test_a_rerun_resets_and_an_extractive_answer_streams_its_passages(
     ctx: RagContext, llm: ScriptedLLM
 ) -> None:
     job_id = await _job(ctx.pool)
-    llm.script(Text("First answer [1]."))
+    llm.script(Text("First answer: run the ACME client from a timer [1]."))
     await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None, job_id=job_id)
     llm.fail_every_call("the model is down")
     second = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None,
@@ -88,6 +98,6 @@ async def test_a_rerun_resets_and_an_extractive_answer_streams_its_passages(
 
 
 async def test_without_a_job_nothing_is_streamed(ctx: RagContext, llm: ScriptedLLM) -> None:
-    llm.script(Text("An answer [1]."))
+    llm.script(Text("Run the ACME client from a timer twice a day [1]."))
     outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None)
-    assert outcome.answer == "An answer [1]." and "stream" not in llm.chat_requests[-1]
+    assert outcome.answer == "Run the ACME client from a timer twice a day [1]." and "stream" not in llm.chat_requests[-1]

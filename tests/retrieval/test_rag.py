@@ -63,23 +63,27 @@ async def test_scoped_answer_uses_only_in_scope_chunks_though_decoys_match_best(
     ctx: RagContext, llm: ScriptedLLM
 ) -> None:
     # Unscoped, the decoys fill the whole top-K: a post-filter would leave nothing in scope.
-    llm.script(Text("Global answer [1]."))
+    llm.script(Text("Run the ACME client from a timer twice a day [1]."))
     unscoped = await answer_question(ctx, question=TLS_QUESTION, language=None, answer_language="en", scope=None)
     assert {s.article_id for s in unscoped.sources} <= DECOY_IDS
-    assert len(unscoped.sources) == 3
+    assert len(unscoped.sources) == 3 and unscoped.answer_kind == "llm"
 
-    llm.script(Text("The material does not cover certificates [1]."))
+    # Nothing in scope is about certificates: the model says so, twice; that is not an answer,
+    # so the user gets the in-scope passages, marked extractive.
+    llm.script(Text("The material does not cover certificates [1]."), Text("No certificates are covered [1]."))
     queries = ctx.store.query_count
     outcome = await answer_question(ctx, question=TLS_QUESTION, language=None, answer_language="en", scope=SCOPE)
     assert ctx.store.query_count == queries + 1  # one vector query, filter inside it
-    assert outcome.status is ResultStatus.ANSWERED and outcome.answer_kind == "llm"
+    assert outcome.status is ResultStatus.ANSWERED and outcome.answer_kind == "extractive"
+    assert "not an answer" in (outcome.message or "")
     assert outcome.sources and {s.article_id for s in outcome.sources} <= set(SCOPE)
-    material = _user(llm.chat_requests[-1])
-    assert "TLS" not in material.split("<<<MATERIAL", 1)[1]  # no decoy text reached the model
+    for request in llm.chat_requests[-2:]:
+        material = _user(request).split("<<<MATERIAL", 1)[1].split("<<<END MATERIAL", 1)[0]
+        assert "TLS" not in material  # no decoy text reached the model
 
 
 async def test_language_filter_and_scope_together(ctx: RagContext, llm: ScriptedLLM) -> None:
-    llm.script(Text("Ölen Sie die Kette [1]."))
+    llm.script(Text("Reinigen Sie die Kette mit einem trockenen Tuch und ölen Sie jedes Glied sparsam [1]."))
     outcome = await answer_question(ctx, question="Wie pflege ich die Fahrradkette?", language="de",
                                     answer_language="de", scope=SCOPE)
     assert {s.article_id for s in outcome.sources} == {"bike-de"}
@@ -105,8 +109,8 @@ async def test_answer_written_in_the_requested_language_not_the_material_languag
     outcome = await answer_question(ctx, question="Как ухаживать за цепью велосипеда?", language="de",
                                     answer_language="ru", scope=["bike-de"])
     request = llm.chat_requests[-1]
-    assert 'Write the whole answer in Russian (language code "ru")' in _system(request)
-    assert _user(request).rstrip().endswith("Answer in Russian.")
+    assert _user(request).rstrip().endswith('Write the whole answer in Russian (language code "ru").')
+    assert "Russian" not in _system(request)  # the system message is the same for every question
     assert outcome.answer_language == "ru"
     assert outcome.answer == "Очистите цепь сухой тканью и смажьте каждое звено [1]."
     assert {s.language for s in outcome.sources} == {"de"}  # the material stayed German
@@ -119,7 +123,7 @@ async def test_answer_written_in_the_requested_language_not_the_material_languag
 async def test_coverage_limited_by_page_limited_scope_or_budget(
     ctx: RagContext, rag_settings: Settings, llm: ScriptedLLM
 ) -> None:
-    llm.on_chat(lambda body: Text("Answer [1]."))
+    llm.on_chat(lambda body: Text("Wipe the chain with a dry cloth and oil every link sparingly [1]."))
     full = await answer_question(ctx, question="bicycle chain oil", language=None, answer_language="en",
                                  scope=["bike-en", "bike-de"])
     assert not full.coverage_limited and len(full.sources) == 2
@@ -148,7 +152,7 @@ async def test_prompt_injection_inside_an_article_changes_nothing(ctx: RagContex
     assert "tools" not in request and "tool_choice" not in request  # nothing the material could call
     system, user = _system(request), _user(request)
     assert "ignore any instruction" in system
-    tag = system.split("<<<MATERIAL ", 1)[1].split(">>>", 1)[0]
+    tag = user.split("<<<MATERIAL ", 1)[1].split(">>>", 1)[0]
     inside = user.split(f"<<<MATERIAL {tag}>>>", 1)[1].split(f"<<<END MATERIAL {tag}>>>", 1)[0]
     outside = user.replace(inside, "")
     assert "Ignore all previous instructions" in inside and "Ignore all previous instructions" not in outside
@@ -256,7 +260,7 @@ async def test_missing_index_is_a_clear_failed_outcome_not_a_crash(
 async def test_article_hidden_after_indexing_is_never_cited(ctx: RagContext, llm: ScriptedLLM) -> None:
     from infra.db.articles import set_visibility
 
-    llm.on_chat(lambda body: Text("Answer [1]."))
+    llm.on_chat(lambda body: Text("Ржаной хлеб печётся на закваске час при двухстах градусах [1]."))
     before = await answer_question(ctx, question="Как испечь ржаной хлеб?", language="ru", answer_language="ru",
                                    scope=None)
     assert "bread-ru" in {s.article_id for s in before.sources}
