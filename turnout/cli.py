@@ -165,6 +165,9 @@ def _register_subcommands() -> None:
 
     app.command("reembed")(reembed)
     app.command("eval-rag")(eval_rag)
+    from turnout.answer_eval_cli import eval_answers
+
+    app.command("eval-answers")(eval_answers)
     from turnout.llm_cli import llm_app
 
     app.add_typer(llm_app, name="llm")

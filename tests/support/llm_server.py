@@ -97,6 +97,16 @@ def json_decision(tool: str, arguments: dict[str, Any], **kw: Any) -> Text:
     return Text(json.dumps({"tool": tool, "arguments": arguments}), **kw)
 
 
+def answer_from_passage(body: dict[str, Any], *, repeat: int = 1, **kw: Any) -> Text:
+    """A RAG answer a reader would accept: the first sentence of passage [1] of the request's
+    material (retrieval/answer_prompt.py), cited, ``repeat`` times (a longer streamed answer)."""
+    user = str(body["messages"][-1]["content"])
+    material = user.split(">>>\n", 1)[1].split("\n<<<END MATERIAL", 1)[0]
+    passage = material.split("\n", 1)[1] if "\n" in material else material  # after "[1] title (language)"
+    sentence = re.split(r"(?<=[.!?])\s", passage.strip(), maxsplit=1)[0].rstrip(".")
+    return Text(" ".join([f"{sentence} [1]."] * repeat), **kw)
+
+
 @dataclass
 class Recorded:
     path: str

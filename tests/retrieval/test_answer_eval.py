@@ -1,0 +1,108 @@
+"""`turnout eval-answers` end to end on real corpus articles (both backends), real Postgres, USE
+embeddings, the real search and RAG path, and two scripted answer models: one answers from its
+passages, one only asks back. Plus the scoring on its own and the set's format errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from infra.corpus import ArticleRecord, read_corpus
+from infra.llm import create_llm_client
+from infra.results import Source, Usage
+from infra.settings import Settings
+from infra.status import ResultStatus
+from infra.vectors import VectorStore
+from retrieval.answer_eval import render_markdown, run_answer_eval, score_case
+from retrieval.answer_eval_cases import AnswerEvalError, load_answer_cases
+from retrieval.rag import RagContext, RagOutcome
+from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
+from tests.support import services
+from tests.support.llm_server import ScriptedLLM, Text, answer_from_passage
+
+FIXTURES = (rag_db, rag_settings, store)
+ARTICLES = {"f6b46697c4422f29", "a6f2b093b4ee3f22", "dcd63117c15508c6",  # CVE-2013-2065, en/ru/de
+            "e6591eb0192dffac", "193bd49d2fe3a9d1", "36920ba8015406bc"}  # Ruby 2.0.0-p195, en/ru/de
+CASES = [
+    {"id": "t-ask-en", "split": "dev", "question": "What does CVE-2013-2065 in DL and Fiddle allow?",
+     "today": "2026-12-01", "tool": "AskArticles", "questionLanguage": "en", "answerLanguage": "en",
+     "language": "en", "search": None, "articleIds": ["f6b46697c4422f29"],
+     "keyFacts": [["tainted", "taint"], ["$SAFE"]], "tags": ["cve"]},
+    {"id": "t-ask-ru", "split": "dev", "question": "Что вошло в релиз Ruby 2.0.0-p195?", "today": "2026-12-01",
+     "tool": "AskArticles", "questionLanguage": "ru", "answerLanguage": "ru", "language": "ru", "search": None,
+     "articleIds": ["193bd49d2fe3a9d1"], "keyFacts": [["DL", "Fiddle"]], "tags": ["version"]},
+    {"id": "t-combined-de", "split": "dev", "question": "Was bewirkt die Schwachstelle?", "today": "2026-12-01",
+     "tool": "SearchAndAskArticles", "questionLanguage": "de", "answerLanguage": "de", "language": "de",
+     "search": {"text": "Fiddle", "language": "de", "dateFrom": "2013-01-01", "dateTo": "2013-12-31"},
+     "articleIds": ["dcd63117c15508c6"], "keyFacts": [["tainted"]], "tags": ["combined"]},
+    {"id": "t-test-half", "split": "test", "question": "never run here", "today": "2026-12-01",
+     "tool": "AskArticles", "questionLanguage": "en", "answerLanguage": "en", "language": None, "search": None,
+     "articleIds": ["f6b46697c4422f29"], "keyFacts": [["x"]], "tags": []},
+]
+
+
+def _write(path: Path, cases: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+async def contexts(rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore) -> list[RagContext]:
+    records = [r for r in read_corpus(services.SHARED_CORPUS) if isinstance(r, ArticleRecord) and r.id in ARTICLES]
+    assert len(records) == len(ARTICLES)
+    good = make_ctx(rag_settings.model_copy(update={"llm_answer_model": "good"}), rag_db, store)
+    await load(rag_db, records)
+    await index(good)
+    asks_back = rag_settings.model_copy(update={"llm_answer_model": "asks-back"})
+    return [good, RagContext(settings=asks_back, pool=rag_db, store=store, embedders=good.embedders,
+                             llm=create_llm_client(asks_back))]
+
+
+async def test_eval_answers_runs_every_case_per_model_through_the_real_path(
+    contexts: list[RagContext], llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    llm.on_chat(lambda body: answer_from_passage(body) if body["model"] == "good"
+                else Text("Sure, I can help with that. Please provide the question you want answered."))
+    cases = load_answer_cases(_write(tmp_path / "cases.jsonl", CASES), split="dev")
+    assert [c.id for c in cases] == ["t-ask-en", "t-ask-ru", "t-combined-de"]  # the test half is not read
+    report = await run_answer_eval(contexts, cases)
+    good, asks_back = report["models"]
+    assert (good["model"], good["cases"], good["llmAnswers"]) == ("good", 3, 3)
+    assert good["languageRight"] == 1.0 and good["acceptedNonAnswers"] == 0 and good["repeatedSources"] == 0
+    assert good["citationValidity"] == 1.0 and good["expectedCited"] == 1.0
+    assert good["keyFactRecall"] > 0
+    assert all(r["firstDeltaS"] is not None and r["firstDeltaS"] <= r["totalS"] for r in good["results"])
+    combined = next(r for r in good["results"] if r["id"] == "t-combined-de")
+    assert combined["answerKind"] == "llm" and "Fiddle" in (combined["answer"] or "")
+    # The model that only asks back never gets an answer accepted: every case is extractive.
+    assert (asks_back["llmAnswers"], asks_back["extractive"], asks_back["acceptedNonAnswers"]) == (0, 3, 0)
+    table = render_markdown(report, title="RAG answers (dev)")
+    assert "| good | 3 / 0 | 100.0% | 0 |" in table and "| asks-back | 0 / 3 |" in table
+
+
+def test_scoring_of_one_answer() -> None:
+    case = load_answer_cases(_write(Path("/tmp") / f"one-{id(object())}.jsonl", CASES[:1]))[0]
+    sources = [Source(article_id="f6b46697c4422f29", title="Object taint bypassing in DL and Fiddle in Ruby",
+                      snippet="Tainted strings can be used by system calls regardless of the $SAFE level.", score=1)]
+    outcome = RagOutcome(ResultStatus.ANSWERED, "Tainted strings reach system calls [1]. Nothing else [2].", "llm",
+                         sources, False, Usage(), "en")
+    result = score_case(case, outcome, first_delta_s=1.0, total_s=2.0)
+    assert (result.facts_found, result.facts) == (1, 2)  # "taint" found, "$SAFE" not
+    assert (result.citations, result.citations_valid) == (2, 1)  # [2] names no source
+    assert result.language_right and not result.non_answer and result.expected_cited
+    asks = RagOutcome(ResultStatus.ANSWERED, "Please provide your question.", "llm", sources, False, Usage(), "en")
+    assert score_case(case, asks, None, 1.0).non_answer
+
+
+def test_a_bad_set_names_its_line(tmp_path: Path) -> None:
+    bad = dict(CASES[0], tool="SearchArticles")
+    with pytest.raises(AnswerEvalError, match=r"cases.jsonl:2: tool"):
+        load_answer_cases(_write(tmp_path / "cases.jsonl", [CASES[0], bad]))
+    with pytest.raises(AnswerEvalError, match=r":1: a SearchAndAskArticles case needs its search"):
+        load_answer_cases(_write(tmp_path / "cases.jsonl", [dict(CASES[2], search=None)]))
+    with pytest.raises(AnswerEvalError, match="cannot read"):
+        load_answer_cases(tmp_path / "missing.jsonl")
