@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import cast
 
 RESULTS = Path(__file__).parent / "results"
-BENCHMARKS = ["search_bench", "rag_bench", "api_bench", "load_bench", "routing_bench"]
+BENCHMARKS = ["search_bench", "rag_bench", "api_bench", "load_bench", "routing_bench", "answer_bench"]
 
 
 def run_one(name: str, timeout_s: float) -> tuple[bool, float, str]:

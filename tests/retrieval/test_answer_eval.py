@@ -27,7 +27,7 @@ from tests.support.llm_server import ScriptedLLM, Text, answer_from_passage
 FIXTURES = (rag_db, rag_settings, store)
 ARTICLES = {"f6b46697c4422f29", "a6f2b093b4ee3f22", "dcd63117c15508c6",  # CVE-2013-2065, en/ru/de
             "e6591eb0192dffac", "193bd49d2fe3a9d1", "36920ba8015406bc"}  # Ruby 2.0.0-p195, en/ru/de
-CASES = [
+CASES: list[dict[str, Any]] = [
     {"id": "t-ask-en", "split": "dev", "question": "What does CVE-2013-2065 in DL and Fiddle allow?",
      "today": "2026-12-01", "tool": "AskArticles", "questionLanguage": "en", "answerLanguage": "en",
      "language": "en", "search": None, "articleIds": ["f6b46697c4422f29"],
