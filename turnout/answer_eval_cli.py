@@ -24,6 +24,9 @@ def eval_answers(
         "--model", help="answer model (repeat to compare; default TURNOUT_LLM_ANSWER_MODEL)")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report document here")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the Markdown table here")] = None,
+    local_llm: Annotated[bool, typer.Option(
+        "--local-llm", help="answer with the local llama-server model (built/fetched once per machine, started for "
+        "the run and stopped after it)")] = False,
 ) -> None:
     """Run each case through the real RAG path with the configured LLM endpoint and score the
     answers per model. The corpus must be imported and indexed (`turnout import`, `turnout reembed`)."""
@@ -37,10 +40,23 @@ def eval_answers(
     try:
         cases = load_answer_cases(cases_file or resolve_set(split), split=split)[:limit]
         settings.require_services(redis=False)
+    except AnswerEvalError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+    stop_local_llm = None
+    if local_llm:
+        from turnout.embedded.local_llm import start_for_eval
+
+        settings, stop_local_llm = start_for_eval(settings)
+        settings = settings.model_copy(update={"llm_answer_model": settings.llm_router_model})
+    try:
         report = asyncio.run(eval_installation(settings, cases, models or []))
     except AnswerEvalError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc
+    finally:
+        if stop_local_llm is not None:
+            stop_local_llm()
     text = render_markdown(report, title=f"RAG answers ({split})")
     typer.echo(text)
     if json_out is not None:

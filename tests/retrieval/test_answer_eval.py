@@ -106,3 +106,16 @@ def test_a_bad_set_names_its_line(tmp_path: Path) -> None:
         load_answer_cases(_write(tmp_path / "cases.jsonl", [dict(CASES[2], search=None)]))
     with pytest.raises(AnswerEvalError, match="cannot read"):
         load_answer_cases(tmp_path / "missing.jsonl")
+
+
+def test_the_command_names_a_bad_set_and_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from turnout.cli import app
+
+    monkeypatch.setenv("TURNOUT_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached
+    missing = CliRunner().invoke(app, ["eval-answers", "--file", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 2 and "cannot read" in missing.output
+    bad = CliRunner().invoke(app, ["eval-answers", "--file", str(_write(tmp_path / "bad.jsonl", [{"id": 1}]))])
+    assert bad.exit_code == 2 and "bad.jsonl:1" in bad.output
+    assert CliRunner().invoke(app, ["eval-answers", "--split", "all"]).exit_code == 2
