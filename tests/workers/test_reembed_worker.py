@@ -24,7 +24,7 @@ from infra.settings import Settings
 from infra.vectors.edge import EdgeVectorStore
 from retrieval.chunking import chunk_localization
 from tests.retrieval.rag_fixtures import CORPUS, HIDDEN_ID, article, load, rag_db, rag_settings
-from tests.support.llm_server import ScriptedLLM, Text
+from tests.support.llm_server import ScriptedLLM, answer_from_passage
 from tests.support.services import VECTOR_QUEUES, WorkerProcess
 from turnout.cli import app as turnout
 from workers.app import create_celery
@@ -80,7 +80,7 @@ async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
     env = {"TURNOUT_DATABASE_URL": stack.database_url, "TURNOUT_REDIS_PREFIX": stack.redis_prefix,
            "TURNOUT_DATA_DIR": str(tmp_path)}
     app = create_celery(stack)
-    llm.on_chat(lambda body: Text("An answer from the material [1]."))
+    llm.on_chat(answer_from_passage)  # an answer the answer check accepts
     extra = generated(48)
     await load(rag_db, CORPUS + extra)
 
