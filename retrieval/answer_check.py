@@ -10,7 +10,7 @@ check measures, rather than matching phrases:
 - **citations**: ``[n]`` markers that point at a passage.
 
 Across scripts (a Russian answer from English passages) only names and numbers can be
-shared, so there a cited answer passes and an uncited one must carry over two of them. The
+shared, so there a cited answer must carry over one of them and an uncited one two. The
 thresholds below were chosen on the dev half of the answer set (docs/rag.md, "Answer check").
 """
 
@@ -26,7 +26,8 @@ Verdict = Literal["accepted", "empty", "restates_question", "off_material", "unc
 MIN_NEW_WORDS = 1  # no content word beyond the question's: it restates the question
 MIN_SUPPORT = 0.3  # share of new words found in the passages (a passage in the answer's script)
 MIN_SUPPORT_UNCITED = 0.5  # an answer without a valid [n] must be drawn from the passages more plainly
-MIN_SHARED_UNCITED_CROSS_SCRIPT = 2  # across scripts, an uncited answer shares this many names/numbers
+MIN_SHARED_UNCITED = 2  # shared words with the passages: an uncited answer needs 2, a cited one min(2, new words)
+MIN_SHARED_CROSS_SCRIPT = 1  # a cited answer in another script than its passages carries over a name or number
 STEM = 5
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -34,8 +35,9 @@ _MARKER = re.compile(r"\[(\d{1,3})\]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[a-zA-Z\u00c0-\u024f]")
 
-# Function words of the three languages (and the filler a model writes around an answer); the
-# check compares content, so these are left out before anything is counted.
+# Function words of the three languages, and the filler of a reply that offers help or asks for the
+# question (measured on the dev half: these words also occur in articles, so they lent such replies
+# support); the check compares content, so these are left out before anything is counted.
 STOP_WORDS = frozenset("""
 the a an and or but if then than that this these those there here what which who whom whose when where why how
 is are was were be been being am do does did done doing have has had having can could will would shall should
@@ -58,6 +60,18 @@ sollen nicht kein keine keinen im in an auf zu zum zur für von vom mit ohne üb
 um es sie er wir ihr ich du man sich auch nur noch schon so wie was wer wo wann warum welche welcher welches
 diese dieser dieses diesem diesen jede jeder jedes alle sehr mehr dort hier laut gemäß artikel material
 abschnitt frage antwort
+sure course happy glad help helping please provide provided like would let know ask asking assist sorry
+unfortunately able unable cannot can't questions answered answering
+конечно могу можем помочь помогу пожалуйста предоставьте предоставить предоставленной укажите уточните
+задайте нужно ответить отвечу рад рада извините сожалению сможете сможем
+natürlich gern gerne helfen bitte stellen nennen geben beantworten beantworte leider tut leid möchten
+me myself yours want need thing things something anything everything ever still well much many
+этим этими которые который которая которое которого которой котором которую которым свой свои своих своим
+весь вся всё всем всего очень лишь именно вам вас ваш ваша ваше ваши вашего вашей мой наш наша нам
+этого эта эти эту этой этих нашей нашего чтобы которых
+ihnen ihm ihn dabei damit darauf davon dazu darüber soll sollte will wollen mich dir dich uns euch ihre
+ihren ihrem ihrer seine seinen seiner meine mein dein beim also doch etwas viel viele wieder immer andere
+information informationen информация информации основе basis grundlage
 """.split())
 
 
@@ -114,13 +128,13 @@ def check_answer(answer: str, question: str, passages: Sequence[str], n_sources:
     elif len(new) < MIN_NEW_WORDS:
         verdict = "restates_question"
     elif cross_script:
-        # Only names and numbers can be shared across scripts: a cited answer passes, an uncited
-        # one must carry over at least two of them.
-        if not citations and supported < MIN_SHARED_UNCITED_CROSS_SCRIPT:
-            verdict = "uncited"
-    elif support < MIN_SUPPORT:
+        # Only names and numbers can be shared across scripts: a cited answer must carry over one
+        # of them, an uncited one two.
+        if supported < (MIN_SHARED_CROSS_SCRIPT if citations else MIN_SHARED_UNCITED):
+            verdict = "off_material" if citations else "uncited"
+    elif support < MIN_SUPPORT or supported < min(MIN_SHARED_UNCITED, len(new)):
         verdict = "off_material"
-    elif not citations and support < MIN_SUPPORT_UNCITED:
+    elif not citations and (support < MIN_SUPPORT_UNCITED or supported < MIN_SHARED_UNCITED):
         verdict = "uncited"
     return AnswerCheck(verdict, len(new), supported, support, citations, cross_script)
 

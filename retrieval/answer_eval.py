@@ -137,7 +137,8 @@ def score_case(case: AnswerCase, outcome: RagOutcome, first_delta_s: float | Non
     return CaseResult(
         id=case.id, answer_kind=outcome.answer_kind,
         language_right=bool(prose.strip()) and detect_language(prose) == case.answer_language,
-        non_answer=llm_answer and (bool(NON_ANSWER.search(prose)) or restated),
+        # On a no_answer case saying "not in the articles" is the right answer, not a non-answer.
+        non_answer=llm_answer and bool(case.key_facts) and (bool(NON_ANSWER.search(prose)) or restated),
         facts_found=found, facts=len(case.key_facts), citations=markers, citations_valid=valid,
         repeated_sources=len(ids) != len(set(ids)), expected_cited=bool(cited & set(case.article_ids)),
         first_delta_s=first_delta_s, total_s=total_s, message=outcome.message, answer=outcome.answer,
@@ -178,6 +179,7 @@ class ModelReport:
             "model": self.model, "cases": len(r),
             "llmAnswers": len(llm), "extractive": sum(1 for x in r if x.answer_kind == "extractive"),
             "noAnswer": sum(1 for x in r if x.answer_kind is None),
+            "noAnswerCases": sum(1 for x in r if not x.facts),
             "languageRight": round(sum(x.language_right for x in r) / n, 3),
             "languageRightLlm": round(sum(x.language_right for x in llm) / max(len(llm), 1), 3),
             "acceptedNonAnswers": sum(x.non_answer for x in r),

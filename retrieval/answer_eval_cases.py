@@ -4,7 +4,7 @@ One JSON object a line: ``id``, ``split``, ``question``, ``today`` (the date the
 on), ``tool`` (AskArticles | SearchAndAskArticles), ``questionLanguage``, ``answerLanguage``,
 ``language`` (the articles' language filter or null), ``search`` ({text, language, dateFrom,
 dateTo}, combined cases), ``articleIds`` (the localizations that answer it), ``keyFacts`` (a list
-of facts, each a list of acceptable surface forms), ``tags``. Tune on ``dev`` only.
+of facts, each a list of acceptable surface forms; empty for a ``no_answer`` case), ``tags``. Tune on ``dev`` only.
 """
 
 from __future__ import annotations
@@ -74,8 +74,10 @@ def load_answer_cases(path: Path, *, split: str | None = None) -> list[AnswerCas
         langs = (case.question_language, case.answer_language)
         if any(x not in LANGUAGES for x in langs) or case.language not in (None, *LANGUAGES):
             raise AnswerEvalError(f"{path}:{no}: languages are ru, en or de")
-        if not case.question.strip() or not case.key_facts or any(not forms for forms in case.key_facts):
-            raise AnswerEvalError(f"{path}:{no}: a case needs a question and key facts, each with a form")
+        answerable = "no_answer" not in case.tags  # no_answer: the honest answer is "not in the articles"
+        if not case.question.strip() or (answerable and not case.key_facts) or any(not f for f in case.key_facts):
+            raise AnswerEvalError(f"{path}:{no}: a case needs a question and key facts (each with a form) "
+                                  "unless it is tagged no_answer")
         if case.id in seen:
             raise AnswerEvalError(f"{path}:{no}: duplicate id {case.id}")
         seen.add(case.id)
