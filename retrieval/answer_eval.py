@@ -110,7 +110,11 @@ def _prose(answer: str) -> str:
 def citation_validity(answer: str, sources: Sequence[Source]) -> tuple[int, int]:
     """(markers, valid markers): a valid one names a source sharing a content word with its sentence."""
     total = valid = 0
-    for sentence in _SENTENCE.findall(answer):
+    sentences: list[str] = []
+    for line in answer.splitlines():
+        # A line that opens with its marker (an extractive quote, a list item) is what it cites.
+        sentences += [line] if re.match(r"\s*\[\d+\]", line) else _SENTENCE.findall(line)
+    for sentence in sentences:
         words = stems(sentence)
         cyrillic = bool(re.search(r"[\u0400-\u04ff]", sentence))
         for n in citation_numbers(sentence):
