@@ -27,7 +27,8 @@ MIN_NEW_WORDS = 1  # no content word beyond the question's: it restates the ques
 MIN_SUPPORT = 0.3  # share of new words found in the passages (a passage in the answer's script)
 MIN_SUPPORT_UNCITED = 0.5  # an answer without a valid [n] must be drawn from the passages more plainly
 MIN_SHARED_UNCITED = 2  # shared words with the passages: an uncited answer needs 2, a cited one min(2, new words)
-MIN_SHARED_CROSS_SCRIPT = 1  # a cited answer in another script than its passages carries over a name or number
+MIN_SHARED_CROSS_SCRIPT = 1  # a cited answer in another script than its passages carries over a name or number,
+MIN_NEW_WORDS_CROSS_SCRIPT = 4  # ... or has this many content words of its own
 STEM = 5
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -129,9 +130,11 @@ def check_answer(answer: str, question: str, passages: Sequence[str], n_sources:
         verdict = "restates_question"
     elif cross_script:
         # Only names and numbers can be shared across scripts: a cited answer must carry over one
-        # of them, an uncited one two.
-        if supported < (MIN_SHARED_CROSS_SCRIPT if citations else MIN_SHARED_UNCITED):
-            verdict = "off_material" if citations else "uncited"
+        # of them or say enough of its own (a topical answer names nothing), an uncited one two.
+        if not citations and supported < MIN_SHARED_UNCITED:
+            verdict = "uncited"
+        elif citations and supported < MIN_SHARED_CROSS_SCRIPT and len(new) < MIN_NEW_WORDS_CROSS_SCRIPT:
+            verdict = "off_material"
     elif support < MIN_SUPPORT or supported < min(MIN_SHARED_UNCITED, len(new)):
         verdict = "off_material"
     elif not citations and (support < MIN_SUPPORT_UNCITED or supported < MIN_SHARED_UNCITED):
