@@ -109,7 +109,8 @@ async def test_a_non_answer_is_asked_again_strictly_then_replaced_by_the_extract
 
     after = await metric_samples(db, redis_client, settings)
     checks = {(a, v): delta(before, after, "turnout_answer_checks_total", attempt=a, verdict=v)
-              for a, v in (("first", "off_material"), ("strict", "accepted"), ("strict", "restates_question"))}
-    assert checks == {("first", "off_material"): 2, ("strict", "accepted"): 1, ("strict", "restates_question"): 1}
+              for a, v in (("first", "empty"), ("strict", "accepted"), ("strict", "restates_question"))}
+    # The ask-back is nothing but filler words ("sure", "help", "please", "provide"): empty of content.
+    assert checks == {("first", "empty"): 2, ("strict", "accepted"): 1, ("strict", "restates_question"): 1}
     assert delta(before, after, "turnout_answer_outcomes_total", outcome="llm_on_retry") == 1
     assert delta(before, after, "turnout_answer_outcomes_total", outcome="extractive_non_answer") == 1
