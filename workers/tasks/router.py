@@ -27,12 +27,14 @@ import random
 import threading
 from typing import Any, Literal
 
+import asyncpg
 import kombu.exceptions
 from celery import Task, signals
 from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
 from infra.db.journal import Narration
+from infra.db.pool import DatabaseUnavailable
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import Settings, get_settings
@@ -43,6 +45,7 @@ from router.hooks import RunHooks
 from router.language import warm_up
 from router.service import RouteRequest, route_question
 from workers import registry
+from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
 from workers.app import process_app
 from workers.base import run_async, turnout_task
@@ -69,6 +72,11 @@ def _limit(settings: Settings) -> float:
 
 class LeaseLost(Exception):
     """Another runner (after a sweep) owns the job now; this one must stop without writing."""
+
+
+class ClaimUnreachable(Exception):
+    """PostgreSQL could not be reached for the claim, also after retrying: the job is still queued
+    and its message goes back to the queue (a new one, after a pause) instead of being dropped."""
 
 
 class NotClaimed(Exception):
@@ -117,6 +125,9 @@ def run_job(self: Task, job_id: str, submitted: dict[str, Any] | None = None) ->
         raise self.retry(countdown=random.uniform(*SLOT_RETRY_S))
     try:
         return run_async(lambda rt: execute_job(rt, job_id, submitted), timeout_s=_limit(get_settings()))
+    except ClaimUnreachable as exc:
+        log.warning("job %s: %s; its message goes back to the queue in %.0fs", job_id, exc, RETRY_PAUSE_S)
+        raise self.retry(countdown=RETRY_PAUSE_S) from exc
     finally:
         if slots is not None:
             slots.release()
@@ -137,8 +148,7 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
             routing = await _start_routing(rt, _submitted_request(job_id, submitted), journal, claimed)
             await asyncio.sleep(0)  # routing sends its first requests (cache, rate limit) before the claim
     try:
-        async with pool.acquire() as conn:
-            job = await jobs_db.claim_job(conn, job_id, lease_s=settings.job_lease_s)
+        job = await _claim(pool, job_id, settings.job_lease_s)
     except BaseException:
         await _abandon(routing, journal, claimed)
         raise
@@ -167,14 +177,38 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
         return await _finish_failed(
             rt, job_id, attempt, "internal_error", "the job failed on an internal error (logged); submit it again", {}
         )
-    async with pool.acquire() as conn:
-        finished = await jobs_db.finish_job(
-            conn, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
-            usage=result.usage.wire(),
-            event_data={"resultType": result.result_type.value, "status": result.status.value},
-            narration=narration,
-        )
+    finished = await _finish(
+        pool, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
+        usage=result.usage.wire(),
+        event_data={"resultType": result.result_type.value, "status": result.status.value},
+        narration=narration,
+    )
     return _after_finish(rt, job_id, finished, "succeeded")
+
+
+async def _finish(pool: asyncpg.Pool, job_id: str, **final: Any) -> jobs_db.Finished | None:
+    """`finish_job`, again on a fresh connection when its own was dead. Safe to repeat: the write is
+    fenced by the attempt (a repeat after a commit whose reply was lost finds the job final: None)."""
+
+    async def finish() -> jobs_db.Finished | None:
+        async with pool.acquire() as conn:
+            return await jobs_db.finish_job(conn, job_id, **final)
+
+    return await with_db_retries(finish, log=log, pool=pool)
+
+
+async def _claim(pool: asyncpg.Pool, job_id: str, lease_s: float) -> jobs_db.JobRow | None:
+    """The claim, again on a fresh connection when its own was dead (a restarted server leaves
+    every pooled connection dead); ClaimUnreachable when PostgreSQL stays out of reach."""
+
+    async def claim() -> jobs_db.JobRow | None:
+        async with pool.acquire() as conn:
+            return await jobs_db.claim_job(conn, job_id, lease_s=lease_s)
+
+    try:
+        return await with_db_retries(claim, log=log, pool=pool)
+    except DatabaseUnavailable as exc:
+        raise ClaimUnreachable(str(exc)) from exc
 
 
 def _submitted_request(job_id: str, submitted: dict[str, Any]) -> RouteRequest:
@@ -297,10 +331,8 @@ async def _finish_failed(
 ) -> Outcome:
     pool = await rt.pool()
     error = {"code": code, "message": message}
-    async with pool.acquire() as conn:
-        finished = await jobs_db.finish_job(
-            conn, job_id, attempt=attempt, status=JobStatus.FAILED, result=None, error=error, usage=usage
-        )
+    finished = await _finish(pool, job_id, attempt=attempt, status=JobStatus.FAILED, result=None, error=error,
+                             usage=usage)
     return _after_finish(rt, job_id, finished, "failed")
 
 
@@ -317,7 +349,7 @@ async def _release(rt: Runtime, job_id: str, attempt: int, exc: BaseException) -
     async with pool.acquire() as conn:
         # The lease outlasts the delayed message: if that message is lost, the sweeper sends another.
         released = await jobs_db.release_job(
-            conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason
+            conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason, message_in_s=pause
         )
     if released:
         send_run_job(process_app(), settings, job_id, countdown=pause)
