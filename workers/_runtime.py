@@ -9,6 +9,7 @@ Celery's hard limits, so a limit that must really apply has to live inside the t
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,12 @@ class Runtime:
     _pool: asyncpg.Pool | None = None
     _redis: aioredis.Redis | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # per-thread caches (clients, models)
+    # What `aclose` closes besides the pool and Redis: the extras' clients, registered with them.
+    _closers: list[Callable[[], object]] = field(default_factory=list)
+
+    def close_with(self, close: Callable[[], object]) -> None:
+        """Have `aclose` call `close()` (awaited when it returns an awaitable): an extra's client."""
+        self._closers.append(close)
 
     async def pool(self) -> asyncpg.Pool:
         if self._pool is None:
@@ -50,6 +57,11 @@ class Runtime:
         return self._redis
 
     async def aclose(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            outcome = close()
+            if inspect.isawaitable(outcome):
+                await outcome
         if self._pool is not None:
             await self._pool.close()
             self._pool = None

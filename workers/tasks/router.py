@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import asyncpg
 import kombu.exceptions
-from celery import Task, signals
+from celery import Task
 from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
@@ -52,6 +52,7 @@ from workers.base import run_async, turnout_task
 from workers.deps import router_deps
 from workers.dispatch import send_run_job, send_webhook
 from workers.journal import Journal
+from workers.lifecycle import WorkerContext
 
 log = logging.getLogger("turnout.jobs")
 
@@ -83,44 +84,49 @@ class NotClaimed(Exception):
     """The job was not this runner's to run (see `execute_job`); routing started early must stop."""
 
 
-# A job waits for search/rag tasks. In a worker that also consumes those queues, jobs holding
-# every thread would wait for tasks no thread is left to run (until the job deadline): the job
-# runner leaves one thread free for the other queues (and the sweeper, and webhooks) and sends
-# a job that finds no free slot back to the queue for a moment. Sized at worker start-up.
-_job_slots: threading.BoundedSemaphore | None = None
-_job_slots_sizing: tuple[int, int] | None = None  # (slots, threads) once sized, for the start-up log
+class JobSlots:
+    """A worker hook (workers/lifecycle.py). A job waits for search/rag tasks. In a worker that also
+    consumes those queues, jobs holding every thread would wait for tasks no thread is left to run
+    (until the job deadline): the job runner leaves one thread free for the other queues (and the
+    sweeper, and webhooks) and sends a job that finds no free slot back to the queue for a moment.
+    Sized at the worker's start; the language detector is built then too, before the first question."""
+
+    name = "job slots"
+
+    def __init__(self) -> None:
+        self.slots: threading.BoundedSemaphore | None = None
+        self._sizing: tuple[int, int] | None = None  # (slots, threads), said at the first job
+
+    def start(self, worker: WorkerContext) -> None:
+        if Queue.ROUTER.value not in worker.queues:
+            return
+        if worker.concurrency is not None and worker.queues - {Queue.ROUTER.value}:
+            self._sizing = (max(1, worker.concurrency - 1), worker.concurrency)
+            self.slots = threading.BoundedSemaphore(self._sizing[0])
+        warm_up()
+
+    def stop(self, worker: WorkerContext) -> None:
+        self.slots, self._sizing = None, None
+
+    def try_acquire(self) -> tuple[bool, threading.BoundedSemaphore | None]:
+        """(a slot is free, the semaphore to release after the job: None when jobs are not limited here)."""
+        slots = self.slots
+        if self._sizing is not None:  # logging is set up by now (at the worker's init it was not)
+            log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *self._sizing)
+            self._sizing = None
+        if slots is None:
+            return True, None
+        return (True, slots) if slots.acquire(blocking=False) else (False, None)
+
+
+JOB_SLOTS = JobSlots()
 SLOT_RETRY_S = (0.2, 1.0)  # jittered pause before a job without a slot is offered again
-
-
-@signals.worker_init.connect
-def _prepare_job_runner(sender: Any = None, **_: Any) -> None:
-    """Size the job slots of a worker that consumes other queues too; build the language
-    detector before the first question of a worker that runs jobs."""
-    global _job_slots, _job_slots_sizing
-    try:
-        consumed = set(sender.app.amqp.queues.consume_from or {})
-    except AttributeError:  # not a worker
-        return
-    if Queue.ROUTER.value not in consumed:
-        return
-    concurrency = getattr(sender, "concurrency", None)
-    if isinstance(concurrency, int) and consumed - {Queue.ROUTER.value}:
-        _job_slots = threading.BoundedSemaphore(max(1, concurrency - 1))
-        _job_slots_sizing = (max(1, concurrency - 1), concurrency)
-    warm_up()
-
-
-@signals.worker_ready.connect
-def _report_job_slots(**_: Any) -> None:
-    # Said once the worker's logging is set up (at worker_init it is not, and the line was lost).
-    if _job_slots_sizing is not None:
-        log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *_job_slots_sizing)
 
 
 @turnout_task(registry.RUN_JOB, time_limit_s=_limit, bind=True, max_retries=None)
 def run_job(self: Task, job_id: str, submitted: dict[str, Any] | None = None) -> str:
-    slots = _job_slots
-    if slots is not None and not slots.acquire(blocking=False):
+    free, slots = JOB_SLOTS.try_acquire()
+    if not free:
         # Not claimed yet, so the job is still queued: re-offer the message shortly (no thread waits).
         raise self.retry(countdown=random.uniform(*SLOT_RETRY_S))
     try:
