@@ -445,6 +445,64 @@ def test_a_task_lost_with_its_worker_is_sent_again(up: Up, scripted: dict[str, A
     assert re.search(rf"{re.escape(task)} \S+ was lost \(its worker", router_log), router_log[-3000:]
 
 
+POSTMASTER_ROUNDS = 2
+JOBS_AFTER_RESTART = 20
+JOB_WITHIN_S = 15.0
+
+
+def _run_one(c: httpx.Client, question: str) -> tuple[dict[str, Any], float]:
+    """Submit and wait for the end (`Prefer: wait`, then long polls): the job and its seconds."""
+    started = time.monotonic()
+    r = c.post("/v1/questions", json={"question": question}, headers={"Prefer": "wait=15"}, timeout=20)
+    assert r.status_code in (200, 202), r.text
+    doc: dict[str, Any] = r.json()
+    while doc["status"] not in ("succeeded", "failed", "cancelled") and time.monotonic() - started < 2 * JOB_WITHIN_S:
+        doc = c.get(f"/v1/jobs/{doc['id']}", params={"waitS": 5}, timeout=10).json()
+    return doc, round(time.monotonic() - started, 2)
+
+
+def test_postmaster_stopped_immediately_the_next_jobs_succeed_at_once(up: Up, scripted: dict[str, Any]) -> None:
+    """Issue 24: the postmaster stopped as `pg_ctl -m immediate` does (SIGQUIT: every backend cut,
+    no checkpoint), restarted by the supervisor. A job submitted as soon as health answers 200
+    succeeds within 15 s, and so do the twenty after it, one at a time: each may reach a router
+    thread whose pooled connection died with the server (nothing used it in between)."""
+    rounds = []
+    for n in range(POSTMASTER_ROUNDS):
+        before = len(re.findall(r"supervisor: postgres restarted", up.stderr))
+        with up.client() as c:
+            warm, _ = _run_one(c, f"Find articles about Celery [drill:pmwarm-{n}]")  # every pool holds connections
+            assert warm["status"] == "succeeded", warm
+            killed_at = time.monotonic()
+            os.kill(up.child_pid("postgres"), signal.SIGQUIT)
+            deadline = killed_at + 60
+            while up.restarted("postgres", before + 1) is None:
+                assert up.proc.poll() is None, f"turnout up exited:\n{up.stderr[-3000:]}"
+                assert time.monotonic() < deadline, f"postgres not restarted:\n{up.stderr[-3000:]}"
+                time.sleep(0.1)
+            while True:
+                try:
+                    if c.get("/v1/ops/health", timeout=5).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "health never answered 200 after the restart"
+                time.sleep(0.1)
+            healthy_after = time.monotonic() - killed_at
+            first, first_s = _run_one(c, f"Find articles about Celery [drill:pmfirst-{n}]")
+            rest = [_run_one(c, f"Find articles about Celery [drill:pmnext-{n}-{i}]") for i in range(JOBS_AFTER_RESTART)]
+        seconds = [first_s] + [s for _, s in rest]
+        statuses = Counter(d["status"] for d, _ in [(first, first_s), *rest])
+        rounds.append({"round": n + 1, "down_s": up.restarted("postgres", before + 1),
+                       "healthy_after_kill_s": round(healthy_after, 1), "first_job_s": first_s,
+                       "next_jobs_max_s": max(s for _, s in rest), "statuses": dict(statuses),
+                       "attempts": dict(Counter(d["attempts"] for d, _ in [(first, 0), *rest]))})
+        assert first["status"] == "succeeded" and first_s < JOB_WITHIN_S, (first, first_s)
+        assert statuses == {"succeeded": 1 + JOBS_AFTER_RESTART}, [d for d, _ in rest if d["status"] != "succeeded"]
+        assert max(seconds) < JOB_WITHIN_S, seconds
+    print("DRILL " + json.dumps({"drill": "postmaster SIGQUIT (pg_ctl -m immediate)", "rounds": rounds}), flush=True)
+    up.tree()
+
+
 def test_status_metrics_and_ops_show_the_restarts(up: Up) -> None:
     """`turnout status` (pointed at the stack by `<data>/env`), /v1/ops/queues and /metrics."""
     env = {**_clean_env()}
