@@ -48,7 +48,9 @@ class Runtime:
 
     async def pool(self) -> asyncpg.Pool:
         if self._pool is None:
-            self._pool = await create_pool(self.settings.database_url, min_size=1, max_size=4)
+            # No connection at creation (min_size=0): a server down at the first task is then a
+            # transient `DatabaseUnavailable` at acquire, retried like any other, not a ConfigError.
+            self._pool = await create_pool(self.settings.database_url, min_size=0, max_size=4)
         return self._pool
 
     async def redis(self) -> aioredis.Redis:

@@ -129,3 +129,18 @@ def test_a_lost_message_is_sent_again_by_the_sweeper_within_seconds(stack: Stack
     reasons = [r["data"]["reason"] for r in query(
         stack.settings, "SELECT data FROM job_events WHERE job_id = $1 AND kind = 'requeued'", job_id)]
     assert reasons == ["message lost (not claimed in time)"], reasons
+
+
+async def test_a_claim_that_cannot_reach_postgresql_sends_the_message_back(settings: Settings) -> None:
+    """PostgreSQL out of reach at the claim (nothing listens on the port), also after retries:
+    `ClaimUnreachable`, on which `run_job` re-sends its message instead of letting it be acked."""
+    from workers import _runtime
+    from workers.tasks import router as runner
+
+    down = stack_settings(settings, database_url="postgresql://postgres@127.0.0.1:1/turnout")
+    rt = _runtime.Runtime(settings=down, loop=asyncio.get_running_loop())
+    try:
+        with pytest.raises(runner.ClaimUnreachable, match="PostgreSQL unreachable over 3 attempts"):
+            await runner.execute_job(rt, "job_unreachable")
+    finally:
+        await rt.aclose()
