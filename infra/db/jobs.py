@@ -321,7 +321,10 @@ async def sweep_expired(
 ) -> SweepOutcome:
     """Jobs whose lease ran out: a running job's worker died (or Redis lost the message) and a
     queued job's message was never picked up. Both go (back) to queued with a fresh lease; a
-    job that already ran `max_attempts` times fails instead of crashing workers forever."""
+    job that already ran `max_attempts` times fails instead of crashing workers forever.
+    The rows are locked FOR NO KEY UPDATE (what an UPDATE takes), not FOR UPDATE: a job's event
+    writer holds the job's event lock (migration 0009) and then its foreign key's KEY SHARE lock on
+    the row, which FOR UPDATE would block while this transaction waits for that event lock."""
     requeued: list[str] = []
     failed: list[Finished] = []
     async with conn.transaction():
@@ -329,7 +332,7 @@ async def sweep_expired(
             """
             SELECT id, status, attempts FROM jobs
             WHERE status IN ('queued', 'running') AND lease_expires_at < now()
-            ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            ORDER BY lease_expires_at LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED
             """,
             limit,
         )
@@ -373,7 +376,7 @@ async def sweep_undispatched(conn: asyncpg.Connection, *, grace_s: float, limit:
         WITH due AS (
             SELECT id FROM jobs
             WHERE status = 'queued' AND dispatched_at < now() - make_interval(secs => $1)
-            ORDER BY dispatched_at LIMIT $2 FOR UPDATE SKIP LOCKED
+            ORDER BY dispatched_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED
         ), resent AS (
             UPDATE jobs SET dispatched_at = now() FROM due WHERE jobs.id = due.id RETURNING jobs.id, jobs.attempts
         ), requeued AS (
