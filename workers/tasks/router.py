@@ -9,7 +9,10 @@ The API's message carries the question as submitted (`submitted`), so routing st
 claim is in flight: the decision cache and the LLM round run beside it, not after it. Nothing is
 executed and nothing is written until the claim holds (`before_tool`, the journal waits for it);
 a job that turns out not to be this runner's costs at most that LLM round. A message without it
-(the sweeper's, a retry's) claims first and routes what the claim read. Outcomes:
+(the sweeper's, a retry's) claims first and routes what the claim read. The claim runs again on a
+fresh connection when its own was dead (a restarted server); when PostgreSQL stays out of reach the
+message is sent back to the queue (`ClaimUnreachable` -> Celery's retry), never acknowledged and
+dropped. Outcomes:
 - route_question returns  -> succeeded with the result (its first page cached for pagination);
 - RoutingFailed           -> failed with {code, message} and the usage spent;
 - a service was down      -> back to queued, retried after a pause (bounded by job_max_attempts);
