@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
@@ -31,7 +32,7 @@ from typing import Literal, Protocol
 
 import asyncpg
 
-from infra.db.vocabulary import LexemeStats, lexeme_stats
+from infra.db.vocabulary import LexemeStats, lexeme_stats, visible_documents
 from infra.results import Language
 from router.fallback import (
     _ARTICLES_PHRASE,
@@ -48,8 +49,8 @@ GateKind = Literal["empty", "small_talk", "injection", "write", "unknown_tool", 
 
 # Below this coverage a message that does not address the collection is off-topic; with a task
 # word ("recipe", "hotel", "weather") below the second. Measured on the dev half (docs/router.md).
-OFF_TOPIC_BELOW = 0.5
-TASK_BELOW = 0.9
+OFF_TOPIC_BELOW = 0.45
+TASK_BELOW = 0.75
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,11 @@ _COLLECTION_NOUN = (
 # to it, whatever its topic, so the relevance signal is not asked (a search that finds nothing
 # says so; the danger is an answer written over unrelated passages).
 _ADDRESSES_COLLECTION = _r(
-    r"\b(?:articles?|posts?|blog\s*posts?|news|stories|publications?|write-?ups?|coverage)\b"
+    r"\b(?:articles?|posts?|blog\s*posts?|blogs?|news|stories|publications?|write-?ups?|coverage|announcements?"
+    r"|release\s+notes|advisories|newsletters?)\b|\bобъявлени\w*|\bанонс\w*|\w*ankündigung\w*"
     r"|\bстат(?:ья|ью|ьи|ей|ьям|ьях|ье)\b|\bпост(?:ы|ов|ах)\b|\bпубликаци\w*|\bновост\w*|\bзаметк\w*"
     r"|\w*(?:artikel|beitr[aä]g|meldung|nachricht|ver[oö]ffentlichung)\w*"
-    r"|\b(?:you|they|the\s+team|authors?)\s+(?:wrote|written|publish|posted)|\bwas\s+(?:written|published|posted)"
+    r"|\b(?:published|posted|wrote\s+about|written\s+about|blogged)\b"
     r"|\bписали\b|\bпишут\b|\bопубликова\w*|\bgeschrieben\b|\bver[oö]ffentlicht\b"
 )
 # "find me a cheap hotel", "найди мне билеты", "Finde mir ein Hotel": a search verb for the user
@@ -159,8 +161,15 @@ _WRITE_VERB = (
     r"|verschiebe|archiviere|stelle|stell|mache|mach|importiere|lade)"
 )
 # "<verb> <a/the/…> <article|post|статью|Beitrag>": the collection is the verb's object.
+# Up to three words between the verb and the collection noun, none a preposition: a name ("edit the
+# Certbot article"), an attribute ("Ändere das Datum des Artikels", "измени дату статьи"); a
+# preposition means the noun is not the verb's object ("write a summary of the articles").
+_NOT_A_PREPOSITION = (
+    r"(?:(?!(?:of|about|on|for|from|with|in|to|by|over|über|zu|zum|zur|von|vom|mit|aus|für|про|о|об|на|в|для|по"
+    r"|из|с|от)\b)[\w.+#'-]+\s+){0,3}"
+)
 _WRITE_OBJECT = _r(r"^" + _POLITE + _WRITE_VERB + r"\s+" + _DET + r"(?:[\"«„'][^\"»“']{1,80}[\"»“']\s+)?"
-                   + _COLLECTION_NOUN + r"\b")
+                   + _NOT_A_PREPOSITION + _COLLECTION_NOUN + r"\b")
 # A state the collection's items have: "as hidden", "auf versteckt", "скрытой", "to draft".
 _STATE = _r(
     r"\b(?:hidden|invisible|visible|unpublished|published|public|private|draft)\b"
@@ -201,6 +210,8 @@ _NEW_TOOL = _r(
     r"|\b(?:tool|function|command)s?\s+(?:is|are)\s+(?:now\s+)?(?:available|enabled|unlocked)\b"
     r"|\bнов\w+\s+(?:инструмент|функци|команд)\w*|\bинструмент\w*\s+(?:доступ|добавлен)\w*"
     r"|\bneue[sn]?\s+(?:werkzeug|tool|funktion|befehl)\w*|\b(?:werkzeug|funktion|befehl)\w*\s+(?:ist\s+)?verfügbar"
+    r"|\btool[- ]?(?:update|upgrade|list)\b|\b(?:ist|is|are|sind)\s+(?:jetzt|now|ab\s+sofort)\s+(?:erlaubt|allowed"
+    r"|enabled|available|verfügbar|freigeschaltet|aktiviert)\b|\bтеперь\s+(?:доступ|разреш)\w*"
 )
 _IDENTIFIER = r"([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z0-9]+(?:_[a-z0-9]+)+|[A-Za-z]+\.[a-z_]+\(?\)?)"
 _CALL_TOOL = _r(
@@ -226,8 +237,8 @@ def unknown_tool(text: str, tools: Collection[str]) -> str | None:
 
 
 # "Call it for all articles now", "Führe es aus": a clause that runs the announced tool.
-_RUN_IT = _r(r"^" + _POLITE + r"(?:call|run|execute|invoke|use|trigger|вызови|запусти|выполни|используй|rufe|ruf|führe"
-             r"|benutze|verwende|starte)\s+(?:it|them|this|that|es|ihn|sie|его|её|их)\b")
+_RUN_IT = _r(r"^" + _POLITE + r"(?:call|run|execute|invoke|use|trigger|apply|вызови|запусти|выполни|используй|примени"
+             r"|rufe|ruf|führe|benutze|verwende|starte|wende)\s+(?:it|them|this|that|es|ihn|sie|его|её|их)\b")
 _TURN_MARK = _r(r"</?\w+>|\b(?:system|assistant|admin)\s*:")
 
 
@@ -248,12 +259,24 @@ def _without_tool_call(text: str, tools: Collection[str]) -> str | None:
 
 
 # ---- the relevance signal ----
+# A word one or two articles hold is as likely an accident of the corpus (an everyday verb in one
+# Russian post) as the question's topic: it weighs like a common word, neither for nor against.
+# An absent word weighs most: absence is the evidence that a message is about something else.
+ACCIDENTAL_DF = 2
+
+
+def _weight(df: int, n: int) -> float:
+    if 0 < df <= ACCIDENTAL_DF:
+        return 1.0
+    return math.log((n + 1) / (df + 0.5))
+
+
 def coverage_of(stats: LexemeStats) -> Coverage | None:
     """The IDF-weighted share of the lexemes one article holds together, and the collection at all."""
     if not stats.frequencies:
         return None
     n = max(stats.documents, 1)
-    idf = {lexeme: math.log((n + 1) / (df + 0.5)) for lexeme, df in stats.frequencies.items()}
+    idf = {lexeme: _weight(df, n) for lexeme, df in stats.frequencies.items()}
     total = sum(idf.values()) or 1.0
     anywhere = sum(w for lexeme, w in idf.items() if stats.frequencies[lexeme] > 0)
     best = max((sum(idf[x] for x in held if x in idf) for held in stats.together), default=0.0)
@@ -262,13 +285,39 @@ def coverage_of(stats: LexemeStats) -> Coverage | None:
 
 
 class CollectionRelevance:
-    """`Relevance` from the visible articles in PostgreSQL: one statement, index lookups only."""
+    """`Relevance` from the visible articles in PostgreSQL: index lookups only. The number of
+    visible articles (the IDF's N) is counted once every ``DOCUMENTS_TTL_S``."""
+
+    DOCUMENTS_TTL_S = 600.0
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+        self._documents: tuple[float, int] | None = None  # (monotonic time read, count)
+
+    async def _visible(self) -> int:
+        now = time.monotonic()
+        if self._documents is None or now - self._documents[0] > self.DOCUMENTS_TTL_S:
+            self._documents = (now, await visible_documents(self.pool))
+        return self._documents[1]
 
     async def coverage(self, text: str, language: Language) -> Coverage | None:
-        return coverage_of(await lexeme_stats(self.pool, text, language))
+        """In the question language's configuration and, for a German or Russian question, also in
+        English's: the best of both (technical terms are often English: "ACME Renewal Information")."""
+        n = await self._visible()
+        measured = [coverage_of(await lexeme_stats(self.pool, text, language, documents=n))]
+        if language != "en":
+            measured.append(coverage_of(await lexeme_stats(self.pool, text, "en", documents=n)))
+        found = [m for m in measured if m is not None]
+        return max(found, key=lambda m: m.together) if found else None
+
+
+def _in_compound(text: str, match: re.Match[str]) -> bool:
+    """"weather-proof", "joke-free": a task word inside a hyphenated compound is not the task."""
+    return text[match.end():match.end() + 1] == "-" or text[max(0, match.start() - 1):match.start()] == "-"
+
+
+_GREETING = _r(r"^(?:hi|hello|hey|good\s+(?:morning|evening|afternoon|day)|привет|здравствуй\w*|добр\w+\s+\w+"
+               r"|хай|hallo|guten\s+(?:morgen|tag|abend)|moin|servus)(?:\s+there)?[\s!.,]+")
 
 
 # ---- the gate ----
@@ -279,9 +328,13 @@ _NOT_TOPIC = frozenset(
     what whats how why when where which who whom whose tell explain describe please thanks hi
     что как почему зачем когда где какой какая какие каким кто расскажи объясни опиши пожалуйста подскажи скажи
     wozu wieso weshalb warum woher wohin womit worum inwiefern wie was wann wo welche welcher welches erzähl
+    wer wen wem wessen
     erkläre erklär beschreibe bitte mal eigentlich überhaupt kurz
     """.split()
 )
+# The articles' languages are filters, not the topic (also when two are named and no rule took them).
+_LANGUAGE_WORD = _r(r"^(?:german|english|russian|deutsch\w*|englisch\w*|russisch\w*|немецк\w*|английск\w*"
+                    r"|англоязычн\w*|русск\w*|русскоязычн\w*)$")
 _TOKEN = re.compile(r"[\w.+#'-]+", re.U)
 
 
@@ -290,7 +343,8 @@ def topic_words(question: str, today: date) -> str:
     languages), its request and question words."""
     reading = read_question(question, today)
     kept = reading.keywords(drop_ask_words=True) or ""
-    return " ".join(w for w in _TOKEN.findall(kept) if w.casefold().strip("'") not in _NOT_TOPIC)
+    return " ".join(w for w in _TOKEN.findall(kept)
+                    if w.casefold().strip("'") not in _NOT_TOPIC and not _LANGUAGE_WORD.match(w))
 
 
 async def check_request(
@@ -300,7 +354,7 @@ async def check_request(
     text = " ".join(question.split())
     if not text:
         return GateVerdict(text, "empty", "the question is empty")
-    if _small_talk(text) or _META.search(text):
+    if _small_talk(text) or _META.search(text) or _META.search(_GREETING.sub("", text)):
         return GateVerdict(text, "small_talk", "a greeting or small talk, not a question about the articles")
     tool = unknown_tool(text, tools)
     if tool is not None:
@@ -316,7 +370,7 @@ async def check_request(
         return GateVerdict(text, "injection", "the question tries to change the rules")
     if _addresses_collection(cleaned):
         return GateVerdict(cleaned)
-    task = _OFF_TOPIC.search(cleaned) is not None
+    task = any(not _in_compound(cleaned, m) for m in _OFF_TOPIC.finditer(cleaned))
     topic = topic_words(cleaned, today)
     measured = await relevance.coverage(topic, language) if relevance is not None and topic else None
     if measured is None:
