@@ -130,6 +130,8 @@ def _addresses_collection(text: str) -> bool:
     search request that is not for a thing ("find me a hotel")."""
     if _ADDRESSES_COLLECTION.search(text):
         return True
+    if len(text.split()) <= 2 and "?" not in text and _OFF_TOPIC.search(text) is None:
+        return True  # a bare topic ("qqxyzzy", "Ruby 3.4.5") is a search: one that finds nothing says so
     words = [w.casefold() for w in re.findall(r"\w{5,}", text)]
     if any(_one_edit(w, form) for w in words for form in _NOUN_FORMS):
         return True
