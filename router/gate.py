@@ -50,7 +50,7 @@ GateKind = Literal["empty", "small_talk", "injection", "write", "unknown_tool", 
 # Below this coverage a message that does not address the collection is off-topic; with a task
 # word ("recipe", "hotel", "weather") below the second. Measured on the dev half (docs/router.md).
 OFF_TOPIC_BELOW = 0.45
-TASK_BELOW = 0.75
+TASK_BELOW = 0.6
 
 
 @dataclass(frozen=True)

@@ -187,9 +187,10 @@ class CallValidator:
         if self.language_cues.all_languages:
             out["language"] = None
             return out, f"language {sent} dropped: the question asks for articles in all languages"
-        if sent == self.user_language and named is None and default != sent:
-            out["language"] = default
-            return out, f"language {sent} (the question's own) replaced by the client's {default}"
+        client = self.client_language
+        if sent == self.user_language and client is not None and client != sent:
+            out["language"] = client
+            return out, f"language {sent} (the question's own) replaced by the client's {client}"
         out["language"] = sent
         return out, None
 
