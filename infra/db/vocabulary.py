@@ -68,7 +68,7 @@ async def _connection(conn: PoolOrConnection) -> AsyncIterator[asyncpg.Connectio
         async with conn.acquire() as acquired:
             yield acquired
     else:
-        yield conn  # type: ignore[misc]
+        yield conn
 
 
 async def lexeme_stats(
