@@ -188,9 +188,24 @@ _GERMAN_INFINITIVE = _r(
 _CLAUSES = _r(r"(?<=[.!?;:])\s+|\s*\n\s*")
 
 
+# The commonest write imperatives, for a first word typed one letter off ("удоли статью", "delte the post").
+_WRITE_FORMS = ("delete", "remove", "publish", "unpublish", "update", "удали", "добавь", "создай", "опубликуй",
+                "измени", "скрой", "lösche", "entferne", "ändere", "veröffentliche", "verstecke", "erstelle")
+
+
+def _spelled_out(clause: str) -> str:
+    """The clause with a misspelt write imperative at its start replaced by the verb it is one edit from."""
+    first, _, rest = clause.partition(" ")
+    word = first.casefold()
+    if len(word) < 5 or re.fullmatch(_WRITE_VERB, word, re.IGNORECASE):
+        return clause
+    near = next((form for form in _WRITE_FORMS if _one_edit(word, form)), None)
+    return f"{near} {rest}" if near else clause
+
+
 def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
-    for clause in (c.strip(" ,") for c in _CLAUSES.split(text)):
+    for clause in (_spelled_out(c.strip(" ,")) for c in _CLAUSES.split(text)):
         if not clause:
             continue
         if _WRITE_OBJECT.search(clause):
@@ -278,7 +293,9 @@ def coverage_of(stats: LexemeStats) -> Coverage | None:
     if not stats.frequencies:
         return None
     n = max(stats.documents, 1)
-    idf = {lexeme: _weight(df, n) for lexeme, df in stats.frequencies.items()}
+    # An absent word that is one slip from a word the collection has ("Zertifkat") weighs like an
+    # accidental one: a typo is no evidence either way.
+    idf = {lexeme: 1.0 if lexeme in stats.near_miss else _weight(df, n) for lexeme, df in stats.frequencies.items()}
     total = sum(idf.values()) or 1.0
     anywhere = sum(w for lexeme, w in idf.items() if stats.frequencies[lexeme] > 0)
     best = max((sum(idf[x] for x in held if x in idf) for held in stats.together), default=0.0)

@@ -28,6 +28,7 @@ class LexemeStats:
     documents: int  # visible localizations
     frequencies: dict[str, int]  # lexeme -> visible localizations holding it (capped)
     together: list[frozenset[str]]  # per candidate article: which of the lexemes it holds
+    near_miss: frozenset[str] = frozenset()  # absent lexemes whose first five letters start a word that occurs
 
 
 _STATS = """
@@ -36,11 +37,18 @@ WITH terms AS (
     FROM unnest(tsvector_to_array(to_tsvector($1::regconfig, $2))) AS x
     -- a hyphenated compound ("root-zertifikat") is also indexed as its parts: the parts carry it
     WHERE strpos(x, E'\\\\') = 0 AND strpos(x, '-') = 0
-), freq AS (
+), counted AS (
     SELECT t.lexeme, t.query,
            (SELECT count(*) FROM (SELECT 1 FROM localization_search s WHERE s.search_vector @@ t.query LIMIT $3) c)
                AS ndoc
     FROM terms t
+), freq AS (  -- an absent word of six letters or more: do words with its first five occur (a typo)?
+    SELECT c.lexeme, c.query, c.ndoc,
+           CASE WHEN c.ndoc = 0 AND length(c.lexeme) >= 6 THEN (SELECT count(*) FROM (
+               SELECT 1 FROM localization_search s
+               WHERE s.search_vector @@ (quote_literal(left(c.lexeme, 5)) || ':*')::tsquery LIMIT 1) p)
+           ELSE 0 END AS near
+    FROM counted c
 ), rare AS (
     SELECT lexeme FROM freq WHERE ndoc > 0 ORDER BY ndoc, lexeme LIMIT 3
 ), pairs AS (  -- every pair of the rarest present lexemes, all three together, each alone
@@ -56,9 +64,9 @@ WITH terms AS (
         SELECT s.id, s.search_vector FROM localization_search s WHERE s.search_vector @@ p.query LIMIT $4
     ) m
 )
-SELECT 'f' AS kind, lexeme, ndoc, NULL::text[] AS held FROM freq
+SELECT 'f' AS kind, lexeme, ndoc, near, NULL::text[] AS held FROM freq
 UNION ALL
-SELECT 'c', NULL, NULL, ARRAY(SELECT f.lexeme FROM freq f WHERE c.search_vector @@ f.query) FROM candidates c
+SELECT 'c', NULL, NULL, NULL, ARRAY(SELECT f.lexeme FROM freq f WHERE c.search_vector @@ f.query) FROM candidates c
 """
 
 
@@ -83,8 +91,9 @@ async def lexeme_stats(
         await c.execute("SET LOCAL enable_seqscan = off")
         rows = await c.fetch(_STATS, config, text, count_cap, candidates)
     frequencies = {r["lexeme"]: int(r["ndoc"]) for r in rows if r["kind"] == "f"}
+    near_miss = frozenset(r["lexeme"] for r in rows if r["kind"] == "f" and r["near"])
     together = [frozenset(r["held"]) for r in rows if r["kind"] == "c"]
-    return LexemeStats(documents, frequencies, together)
+    return LexemeStats(documents, frequencies, together, near_miss)
 
 
 async def visible_documents(conn: PoolOrConnection) -> int:
