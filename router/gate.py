@@ -130,7 +130,7 @@ def _addresses_collection(text: str) -> bool:
     search request that is not for a thing ("find me a hotel")."""
     if _ADDRESSES_COLLECTION.search(text):
         return True
-    if len(text.split()) <= 2 and "?" not in text and _OFF_TOPIC.search(text) is None:
+    if len(text.split()) <= 2 and _OFF_TOPIC.search(text) is None:
         return True  # a bare topic ("qqxyzzy", "Ruby 3.4.5") is a search: one that finds nothing says so
     words = [w.casefold() for w in re.findall(r"\w{5,}", text)]
     if any(_one_edit(w, form) for w in words for form in _NOUN_FORMS):
@@ -308,6 +308,7 @@ class CollectionRelevance:
     visible articles (the IDF's N) is counted once every ``DOCUMENTS_TTL_S``."""
 
     DOCUMENTS_TTL_S = 600.0
+    MIN_DOCUMENTS = 100
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -316,13 +317,18 @@ class CollectionRelevance:
     async def _visible(self) -> int:
         now = time.monotonic()
         if self._documents is None or now - self._documents[0] > self.DOCUMENTS_TTL_S:
-            self._documents = (now, await visible_documents(self.pool))
+            count = await visible_documents(self.pool)
+            if count < self.MIN_DOCUMENTS:
+                return count  # not kept: a collection being imported is counted again next time
+            self._documents = (now, count)
         return self._documents[1]
 
     async def coverage(self, text: str, language: Language) -> Coverage | None:
         """In the question language's configuration and, for a German or Russian question, also in
         English's: the best of both (technical terms are often English: "ACME Renewal Information")."""
         n = await self._visible()
+        if n < self.MIN_DOCUMENTS:
+            return None  # too few articles to tell a topic they lack from one they happen not to mention
         measured = [coverage_of(await lexeme_stats(self.pool, text, language, documents=n))]
         if language != "en":
             measured.append(coverage_of(await lexeme_stats(self.pool, text, "en", documents=n)))
