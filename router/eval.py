@@ -178,6 +178,8 @@ class CaseResult:
     rounds: int = 0
     refused: bool = False  # no tool decided (a refusal, or a failure without a tool)
     routed_by: str = "llm"  # "fallback": the deterministic rules decided (no usable call, or code read no request)
+    gate: str | None = None  # the request gate's refusal class (None: it passed the message on)
+    coverage: float | None = None  # the gate's relevance signal, when it was measured
 
 
 def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseResult:
@@ -194,7 +196,8 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         output_tokens=decision.usage.output_tokens, arguments=decision.arguments,
         error=f"{decision.error}: {decision.message}" if decision.error else None, tags=case.tags,
         question_language=case.question_language, rounds=decision.rounds, refused=decision.tool is None,
-        routed_by=decision.routed_by,
+        routed_by=decision.routed_by, gate=decision.gate.refused if decision.gate else None,
+        coverage=decision.gate.coverage.together if decision.gate and decision.gate.coverage else None,
     )
 
 
@@ -229,6 +232,9 @@ def _core(results: Sequence[CaseResult]) -> dict[str, Any]:
         "refusals": {
             "correct": _ratio(sum(r.refused for r in expected_refusal), len(expected_refusal)),
             "wrong": sum(r.refused for r in expected_tool),  # refused (or failed) where a tool was due
+            # the same as a share of the questions that expected a tool (the bar: at most 1 %)
+            "falseRefusals": _ratio(sum(r.refused for r in expected_tool), len(expected_tool)),
+            "byGate": {kind: sum(r.gate == kind for r in results) for kind in sorted({r.gate for r in results if r.gate})},
         },
     }
 
@@ -325,7 +331,9 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
         f"exact (tool+all args)  {_pct(s['exactAccuracy'])}",
         f"date-bound accuracy    {_pct(s['dateBoundAccuracy'])}",
         f"language accuracy      {_pct(s['languageAccuracy'])}",
-        f"refusals               {_pct(s['refusals']['correct'])}, wrong refusals {s['refusals']['wrong']}",
+        f"refusals (no-tool)     {_pct(s['refusals']['correct'])}",
+        f"false refusals         {_pct(s['refusals']['falseRefusals'])} of the questions that expected a tool",
+        "refused by the gate: " + (", ".join(f"{k} {v}" for k, v in s["refusals"]["byGate"].items()) or "none"),
         "argument accuracy per field:",
         *(f"  {name:<15} {_pct(ratio)}" for name, ratio in s["fieldAccuracy"].items()),
         "tool accuracy per tag:",
@@ -354,7 +362,7 @@ def _cell(ratio: dict[str, Any]) -> str:
 def render_markdown(reports: Sequence[EvalReport]) -> str:
     """One row per report (model x mode x split), then one row per question language of each."""
     head = (
-        "| model | mode | split | group | cases | tool | all args | dates | language | refusals | "
+        "| model | mode | split | group | cases | tool | all args | dates | language | refusals | false refusals | "
         "p50 ms | p95 ms | rounds/q | prompt tok/q | output tok/q | decided by the rules |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -368,6 +376,7 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
                 f"| {report.model} | {report.mode} | {report.split or '-'} | {name} | {g['cases']} | "
                 f"{_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | {_cell(g['dateBoundAccuracy'])} | "
                 f"{_cell(g['languageAccuracy'])} | {_cell(g['refusals']['correct'])} | "
+                f"{_cell(g['refusals']['falseRefusals'])} | "
                 f"{lat['p50'] if lat else ''} | {lat['p95'] if lat else ''} | "
                 f"{per_q['rounds'] if per_q else ''} | {per_q['promptTokens'] if per_q else ''} | "
                 f"{per_q['outputTokens'] if per_q else ''} | "
@@ -378,10 +387,12 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
 
 def render_tag_markdown(report: EvalReport) -> str:
     """Per tag: tool, all-argument, date and language accuracy."""
-    lines = ["| tag | cases | tool | all args | dates | language |", "|---|---|---|---|---|---|"]
+    lines = ["| tag | cases | tool | all args | dates | language | refused (no-tool) | false refusals |",
+             "|---|---|---|---|---|---|---|---|"]
     for tag, g in report.summary["byTag"].items():
         lines.append(
             f"| {tag} | {g['cases']} | {_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | "
-            f"{_cell(g['dateBoundAccuracy'])} | {_cell(g['languageAccuracy'])} |"
+            f"{_cell(g['dateBoundAccuracy'])} | {_cell(g['languageAccuracy'])} | "
+            f"{_cell(g['refusals']['correct'])} | {_cell(g['refusals']['falseRefusals'])} |"
         )
     return "\n".join(lines)

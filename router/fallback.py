@@ -285,8 +285,7 @@ def fallback_decision(
     cleaned = _without_injection(text)
     if cleaned is None:
         return FallbackDecision(None, reason="the question tries to change the rules")
-    if _OFF_TOPIC.search(cleaned):
-        return FallbackDecision(None, reason="not about the articles")
+    # Off-topic tasks are the request gate's (router/gate.py: task words and a measured relevance).
     reading = read_question(cleaned, today, answer_language=answer_language, client_language=client_language)
     text, rest, dates, filters = reading.text, reading.rest, reading.dates, reading.filters
 

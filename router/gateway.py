@@ -8,6 +8,7 @@ that is allowed, what exactly runs (the normalized arguments) and records both.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from router.audit import AuditTrail
 from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import AskCall, ToolExecutionError, ToolExecutor
-from router.material_language import language_cues, material_language
+from router.material_language import answer_language_request, language_cues, material_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
 
@@ -41,6 +42,7 @@ class ValidatedCall:
     question: str | None = None
     language: Language | None = None  # the RAG language filter (AskArticles)
     answer_language: Language | None = None
+    adjustments: tuple[str, ...] = ()  # AskArticles: what code changed in the call (a search lists its own)
 
     def normalized_arguments(self) -> dict[str, Any]:
         out: dict[str, Any] = self.search.wire() if self.search is not None else {}
@@ -102,6 +104,37 @@ def _ask_error(tool: str, exc: ValidationError) -> str:
     return f"{tool}: {field}: {first['msg']} (got {got!r})"
 
 
+_COLLECTION = (
+    r"(?:articles?|posts?|news|stories|publications?|entries"
+    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|ов|ах)?|публикаци\w*|новост\w*|материал\w*"
+    r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?)"
+)
+_LANGUAGE_ADJECTIVE = (
+    r"(german|english|russian|deutsch\w*|englisch\w*|russisch\w*|немецк\w*|английск\w*|англоязычн\w*"
+    r"|русск\w*|русскоязычн\w*|немецкоязычн\w*)(?:[- ]language|sprachig\w*)?"
+)
+# The articles' role only: "<language> articles", "articles … in/auf/на <language>".
+_ARTICLES_ROLE = (
+    re.compile(r"\b" + _LANGUAGE_ADJECTIVE + r"\s+(?:\w+\s+)?" + _COLLECTION + r"\b", re.I | re.U),
+    re.compile(r"\b" + _COLLECTION + r"\b[^.?!]{0,60}?(?:\b(?:in|auf)\s+|\bна\s+|\bпо-)"
+               r"(english|german|russian|englisch|deutsch|russisch|английском|немецком|русском|английски"
+               r"|немецки|русски)\b", re.I | re.U),
+)
+_LANGUAGE_STEMS = (("ger", "de"), ("deu", "de"), ("нем", "de"), ("eng", "en"), ("анг", "en"), ("rus", "ru"),
+                   ("рус", "ru"))
+
+
+def articles_language(question: str) -> Language | None:
+    """The one language ``question`` names in the articles' role (None: none, or several)."""
+    _, text = answer_language_request(question)
+    found: set[Language] = set()
+    for pattern in _ARTICLES_ROLE:
+        for match in pattern.finditer(text):
+            word = match.group(1).casefold()
+            found.update(lang for stem, lang in _LANGUAGE_STEMS if word.startswith(stem))  # type: ignore[misc]
+    return next(iter(found)) if len(found) == 1 else None
+
+
 class CallValidator:
     """Pure validation and normalization of one tool call for one job (no I/O)."""
 
@@ -126,20 +159,40 @@ class CallValidator:
         self.answer_language = answer_language  # the client's choice wins over the model's
         self.client_language = client_language  # the material language's default, over the question's
         self.language_cues = language_cues(question)
+        self.articles_language = articles_language(question)
 
-    def _with_language(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments with the material language the seed's rule gives (router.material_language).
-        A value that is not a language is left for the normalization to reject with its reason."""
+    def _with_language(self, args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The arguments with the articles' language to search, and the adjustment made (None: none).
+
+        Left out: the seed's rule fills it (router.material_language). Sent: it stands, unless the
+        question contradicts it provably -- it names one language in the articles' role ("German
+        articles", "статьи на немецком") or asks for all languages -- and then the question wins,
+        listed as an adjustment. A mention in another role ("the German locale", "answer in
+        English", two languages) proves nothing. The question's own language sent by the model is
+        the rule's default (a client's `language` replaces it, as when it is left out). A value that
+        is not a language is left for the normalization to reject with its reason."""
         out = dict(args)
         proposed = out.get("language")
         if proposed is not None and not (isinstance(proposed, str) and proposed.strip().casefold() in _LANGUAGES):
-            return out
-        resolved = material_language(
-            self.language_cues, written_in=self.user_language, client=self.client_language,
-            proposed=proposed.strip().casefold() if isinstance(proposed, str) else None,  # type: ignore[arg-type]
-        )
-        out["language"] = resolved
-        return out
+            return out, None
+        default = material_language(self.language_cues, written_in=self.user_language, client=self.client_language)
+        if proposed is None:
+            out["language"] = default
+            return out, None
+        sent: Language = proposed.strip().casefold()  # type: ignore[assignment]
+        named = self.articles_language
+        if named is not None and named != sent:
+            out["language"] = named
+            return out, f"language {sent} replaced by {named}: the question asks for {_NAMES[named]} articles"
+        if self.language_cues.all_languages:
+            out["language"] = None
+            return out, f"language {sent} dropped: the question asks for articles in all languages"
+        client = self.client_language
+        if sent == self.user_language and client is not None and client != sent:
+            out["language"] = client
+            return out, f"language {sent} (the question's own) replaced by the client's {client}"
+        out["language"] = sent
+        return out, None
 
     def validate(self, name: str, raw: str | Mapping[str, Any]) -> ValidatedCall | Rejection:
         parsed = parse_arguments(raw)
@@ -169,13 +222,13 @@ class CallValidator:
         return self.answer_language or requested or self.user_language
 
     def _search(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
-        raw = self._with_language(args)
+        raw, adjusted = self._with_language(args)
         if self.page_size is not None:
             raw["pageSize"] = self.page_size
         normalized = self._normalize(SEARCH, raw)
         if isinstance(normalized, Rejection):
             return Rejection(SEARCH, args, normalized.reason)
-        return ValidatedCall(SEARCH, args, search=normalized)
+        return ValidatedCall(SEARCH, args, search=_adjusted(normalized, adjusted))
 
     def _ask_args(self, tool: str, args: Mapping[str, Any]) -> AskArgs | Rejection:
         try:
@@ -196,9 +249,11 @@ class CallValidator:
         ask = self._ask_args(ASK, args)
         if isinstance(ask, Rejection):
             return ask
+        language, adjusted = self._with_language({"language": ask.language})
         return ValidatedCall(
-            ASK, args, question=ask.question, language=self._with_language({"language": ask.language})["language"],
+            ASK, args, question=ask.question, language=language["language"],
             answer_language=self._answer_language(ask.answerLanguage),
+            adjustments=(adjusted,) if adjusted else (),
         )
 
     def _combined(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
@@ -210,7 +265,7 @@ class CallValidator:
                 SEARCH_AND_ASK, args,
                 f"{SEARCH_AND_ASK}: unknown argument {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}",
             )
-        search_raw = self._with_language({k: v for k, v in args.items() if k in search_keys})
+        search_raw, adjusted = self._with_language({k: v for k, v in args.items() if k in search_keys})
         # The combined tool always answers from page 1 of the job's page size.
         search_raw.update(page=1, pageSize=self.page_size or self.limits.page_size_default)
         normalized = self._normalize(SEARCH_AND_ASK, search_raw)
@@ -220,6 +275,7 @@ class CallValidator:
         ask = self._ask_args(SEARCH_AND_ASK, ask_raw)
         if isinstance(ask, Rejection):
             return Rejection(SEARCH_AND_ASK, args, ask.reason)
+        normalized = _adjusted(normalized, adjusted)
         return ValidatedCall(
             SEARCH_AND_ASK, args, search=normalized, question=ask.question, language=normalized.language,
             answer_language=self._answer_language(ask.answerLanguage),
@@ -227,6 +283,13 @@ class CallValidator:
 
 
 _LANGUAGES = frozenset(get_args(Language))
+_NAMES: dict[str, str] = {"ru": "Russian", "en": "English", "de": "German"}
+
+
+def _adjusted(normalized: NormalizedSearch, adjustment: str | None) -> NormalizedSearch:
+    if adjustment is None:
+        return normalized
+    return normalized.model_copy(update={"adjustments": [*normalized.adjustments, adjustment]})
 _NO_ARTICLES = "No published articles match these filters."
 
 
