@@ -28,6 +28,7 @@ from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import AskCall, ToolExecutionError, ToolExecutor
 from router.material_language import language_cues, material_language
+from router.reader import read_period
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
 
@@ -41,6 +42,9 @@ class ValidatedCall:
     question: str | None = None
     language: Language | None = None  # the RAG language filter (AskArticles)
     answer_language: Language | None = None
+    # Set when nothing can match whatever is searched (a period after today): the reason, and
+    # the result is an honest empty one without running the search.
+    empty_reason: str | None = None
 
     def normalized_arguments(self) -> dict[str, Any]:
         out: dict[str, Any] = self.search.wire() if self.search is not None else {}
@@ -126,6 +130,7 @@ class CallValidator:
         self.answer_language = answer_language  # the client's choice wins over the model's
         self.client_language = client_language  # the material language's default, over the question's
         self.language_cues = language_cues(question)
+        self.period_reading = read_period(question, today)  # the period named, and cue words it could not read
 
     def _with_language(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments with the material language the seed's rule gives (router.material_language).
@@ -156,14 +161,40 @@ class CallValidator:
         return Rejection(name, parsed, f"tool {name!r} has no executor")  # a registry/gateway mismatch
 
     def _normalize(self, tool: str, raw: Mapping[str, Any]) -> NormalizedSearch | Rejection:
+        period = self.period_reading.period
+        future = period is not None and period.future
+        unread = self.period_reading.unread
+        args = dict(raw)
+        if future:  # whatever dates were sent: nothing after today can match (issue 22, item 2)
+            args = {k: v for k, v in args.items() if k not in ("dateFrom", "dateTo")}
+        if unread and isinstance(args.get("text"), str):
+            args["text"] = _without_words(args["text"], unread)  # cue words are no topic (issue 22, item 4)
         try:
-            normalized = normalize_search(raw, limits=self.limits, today=self.today)
+            normalized = normalize_search(args, limits=self.limits, today=self.today)
         except SearchArgumentError as exc:
             return Rejection(tool, dict(raw), f"{tool}: {exc.message}")
+        if future:
+            assert period is not None
+            return normalized.model_copy(update={
+                "date_from": period.date_from, "date_to": period.date_to,
+                "adjustments": [*normalized.adjustments, _future_reason(period.phrase, period.date_from,
+                                                                        period.date_to, self.today)],
+            })
         reason = check_against_question(self.question, normalized.date_from, normalized.date_to, self.today)
         if reason is not None:
             return Rejection(tool, dict(raw), f"{tool}: {reason}")
+        if unread and normalized.date_from is None and normalized.date_to is None:
+            words = " ".join(unread)
+            normalized = normalized.model_copy(update={
+                "adjustments": [*normalized.adjustments, f"could not read the period {words!r}; searched all dates"],
+            })
         return normalized
+
+    def _empty_reason(self, search: NormalizedSearch) -> str | None:
+        period = self.period_reading.period
+        if period is None or not period.future:
+            return None
+        return search.adjustments[-1]
 
     def _answer_language(self, requested: Language | None) -> Language:
         return self.answer_language or requested or self.user_language
@@ -175,7 +206,7 @@ class CallValidator:
         normalized = self._normalize(SEARCH, raw)
         if isinstance(normalized, Rejection):
             return Rejection(SEARCH, args, normalized.reason)
-        return ValidatedCall(SEARCH, args, search=normalized)
+        return ValidatedCall(SEARCH, args, search=normalized, empty_reason=self._empty_reason(normalized))
 
     def _ask_args(self, tool: str, args: Mapping[str, Any]) -> AskArgs | Rejection:
         try:
@@ -222,11 +253,22 @@ class CallValidator:
             return Rejection(SEARCH_AND_ASK, args, ask.reason)
         return ValidatedCall(
             SEARCH_AND_ASK, args, search=normalized, question=ask.question, language=normalized.language,
-            answer_language=self._answer_language(ask.answerLanguage),
+            answer_language=self._answer_language(ask.answerLanguage), empty_reason=self._empty_reason(normalized),
         )
 
 
 _LANGUAGES = frozenset(get_args(Language))
+
+
+def _future_reason(phrase: str, start: date | None, end: date | None, today: date) -> str:
+    span = f"{start.isoformat() if start else '…'}..{end.isoformat() if end else '…'}"
+    return (f"the period {phrase!r} ({span}) is after today ({today.isoformat()}): no article can be from it; "
+            "nothing was searched")
+
+
+def _without_words(text: str, words: tuple[str, ...]) -> str:
+    drop = {w.casefold() for w in words}
+    return " ".join(w for w in text.split() if w.strip(".,;:!?()\"'").casefold() not in drop)
 _NO_ARTICLES = "No published articles match these filters."
 
 
@@ -269,6 +311,8 @@ class Gateway:
         return result
 
     async def _run(self, call: ValidatedCall, deadline: float) -> QuestionResult:
+        if call.empty_reason is not None and call.search is not None:
+            return _empty_result(call, call.empty_reason)
         if call.tool == SEARCH:
             assert call.search is not None
             page = await self.executor.search(call.search, deadline=deadline)
@@ -301,6 +345,18 @@ class Gateway:
             scope=ids, scope_truncated=truncated, job_id=self.audit.job_id,
         ), deadline=deadline)
         return _answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
+
+
+def _empty_result(call: ValidatedCall, reason: str) -> QuestionResult:
+    """The answer to a search nothing can match (a period after today), without running it."""
+    assert call.search is not None
+    page = ArticlesPage(items=[], total_items=0, page=call.search.page, page_size=call.search.page_size, total_pages=0)
+    combined = call.tool == SEARCH_AND_ASK
+    return QuestionResult(
+        result_type=ResultType.COMBINED if combined else ResultType.SEARCH, status=ResultStatus.NO_RESULTS,
+        articles=page, search=call.search, tool=call.tool, message=reason[:1].upper() + reason[1:] + ".",
+        question=call.question if combined else None, answer_language=call.answer_language if combined else None,
+    )
 
 
 def _answer_result(
