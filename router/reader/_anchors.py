@@ -292,6 +292,16 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
     return _window(i, k, shift(today, "month", -months) if months else shift(today, unit, -1), today)
 
 
+def duration_window(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "drei Wochen", "einem halben Jahr" after "seit": the window of that length up to today."""
+    found = amount(tokens, i)
+    if found is None or found.unit in ("quarter", "half"):
+        return None
+    if _fold(tokens, found.next) in lx.AGO:
+        return None
+    return _window(i, found.next, shift(today, found.unit, -found.count), today)
+
+
 def _window(first: int, next_index: int, start: date, today: date) -> Anchor:
     return Anchor(first, next_index, start, today, "rolling", rolling=True, to_options=(today, None), tolerance=1)
 

@@ -156,4 +156,4 @@ UNTIL = frozenset({"until", "till", "through", "по", "bis"})
 IN = frozenset({"in", "during", "within", "from", "of", "for", "on", "at", "в", "во", "за", "на", "im", "während",
                 "aus", "von", "vom", "am", "um", "over", "around"})
 ARTICLES = frozenset({"the", "dem", "den", "der", "des", "die", "das", "a"})
-YEAR_WORDS = frozenset({"год", "года", "году", "годом", "г", "jahr", "jahre", "jahres", "jahrs", "year"})
+YEAR_WORDS = frozenset({"год", "года", "году", "годом", "годы", "годами", "годах", "г", "jahr", "jahre", "jahres", "jahrs", "year"})

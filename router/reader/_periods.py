@@ -5,11 +5,11 @@ as an input."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from router.reader import _lexicon as lx
-from router.reader._anchors import Anchor, anchor_at, bare_day
+from router.reader._anchors import Anchor, anchor_at, bare_day, duration_window
 from router.reader._tokens import Token
 
 
@@ -193,6 +193,15 @@ def _apply(mode: str, first: int, a: Anchor) -> _Read:
 
 def period_at(tokens: list[Token], i: int, today: date) -> _Read | None:
     """The period that starts at token ``i``, or None."""
+    found = _period_at(tokens, i, today)
+    if found is None and _fold(tokens, i) in _FILLERS and _fold(tokens, i) != "of":
+        inner = _period_at(tokens, i + 1, today)  # "the 1990s", "die 2000er": the article is part of it
+        if inner is not None and inner.mode == "in":
+            return replace(inner, first=i)
+    return found
+
+
+def _period_at(tokens: list[Token], i: int, today: date) -> _Read | None:
     fold = _fold(tokens, i)
     if fold in lx.RANGE_OPEN:
         ranged = _range(tokens, i + 1, i, today) or _range(tokens, i + 2, i, today) \
@@ -207,6 +216,8 @@ def period_at(tokens: list[Token], i: int, today: date) -> _Read | None:
         return None
     mode, j = operator
     a = _anchor(tokens, j, today)
+    if a is None and mode == "since":
+        a = duration_window(tokens, j, today)  # "seit drei Wochen", "seit einem halben Jahr": a window to today
     if a is None:
         return None
     if a.kind.startswith("bare-"):
@@ -224,6 +235,8 @@ def _instrumental(token: Token) -> bool:
 def expectation(read: _Read, tokens: list[Token], text: str, today: date) -> DateExpectation:
     """The read period as the date check and the filters use it."""
     phrase_start, phrase_end = tokens[read.first].start, tokens[read.next - 1].end
+    if tokens[read.next - 1].fold == "г" and tokens[read.next - 1].after.startswith("."):
+        phrase_end += 1  # "2019 г."
     # "in 2024" is named by "2024"; "since 2024", "before 2010" by the whole phrase
     named_from = tokens[read.anchor.first].start if read.mode == "in" else phrase_start
     phrase = text[named_from:phrase_end]

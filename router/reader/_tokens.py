@@ -34,7 +34,7 @@ def tokenize(text: str) -> list[Token]:
         previous_end = matches[i - 1].end() if i else None
         next_start = matches[i + 1].start() if i + 1 < len(matches) else None
         before = text[previous_end:match.start()] if previous_end is not None else " "
-        after = text[match.end():next_start] if next_start is not None else " "
+        after = text[match.end():next_start] if next_start is not None else text[match.end():]
         word = match.group(0)
         tokens.append(Token(word, word.casefold().replace("ё", "е"), match.start(), match.end(), before, after))
     return tokens
