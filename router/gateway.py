@@ -17,12 +17,12 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from infra.db.pool import DatabaseUnavailable
-from infra.results import ArticlesPage, Language, NormalizedSearch, QuestionResult
+from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch, QuestionResult
 from infra.settings import Limits
 from infra.status import ResultStatus, ResultType
 from infra.text import squash_controls
 from infra.validation import first_error
-from retrieval.search import SearchArgumentError, normalize_search
+from retrieval.search import LANGUAGE_ERROR, SearchArgumentError, normalize_search
 from router.audit import AuditTrail
 from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
@@ -40,7 +40,7 @@ class ValidatedCall:
     arguments: dict[str, Any]  # as the model sent them
     search: NormalizedSearch | None = None
     question: str | None = None
-    language: Language | None = None  # the RAG language filter (AskArticles)
+    language: LanguageFilter | None = None  # the RAG language filter (AskArticles): one code or several
     answer_language: Language | None = None
     # Set when nothing can match whatever is searched (a period after today): the reason, and
     # the result is an honest empty one without running the search.
@@ -97,6 +97,8 @@ def _ask_error(tool: str, exc: ValidationError) -> str:
         return f"{tool}: unknown argument {field!r}; allowed: {allowed}"
     if kind == "missing":
         return f"{tool}: argument {field!r} is required"
+    if kind == LANGUAGE_ERROR:  # names the bad code
+        return f"{tool}: {first['msg']}"
     if kind == "literal_error":
         return f"{tool}: {field} {got!r} is not supported; use one of ru, en, de"
     if kind == "string_type":
