@@ -12,7 +12,9 @@ ERROR-correction rounds) but nothing is executed. Scoring, per case:
 - fields: every argument of the expected tool, on the normalized arguments. Free text
   (`text`, `question`) matches when each expected key term starts a word of the value
   (case-insensitive: "Zertifikat" matches "Zertifikate"); other fields match exactly
-  (omitted = the default); a label may list acceptable alternatives;
+  (omitted = the default); a label may list acceptable alternatives; a `language` label of
+  two or more sorted codes joined by "+" ("de+ru") matches a list of exactly those languages
+  in any order;
 - date bounds: both dateFrom and dateTo right, over the cases whose label has a date;
 - language: the `language` field (the articles' language) right, over the cases with a tool;
 - refusals: refused when a refusal was expected, and refused when a tool was expected.
@@ -99,6 +101,7 @@ def load_cases(path: Path, *, split: str | None = None) -> list[EvalCase]:
             unknown = set(arguments) - set(FIELDS.get(tool, ()))
             if unknown:
                 raise ValueError(f"arguments {sorted(unknown)} are not fields of {tool}")
+            _check_language_label(arguments.get("language"))
             case = EvalCase(
                 id=str(data["id"]), question=str(data["question"]), today=date.fromisoformat(data["today"]),
                 expected_tool=tool, expected_arguments=arguments, answer_language=data.get("answerLanguage"),
@@ -118,6 +121,25 @@ def load_cases(path: Path, *, split: str | None = None) -> list[EvalCase]:
     return cases
 
 
+def _check_language_label(label: Any) -> None:
+    """A `language` label is a code, None, or sorted codes joined by "+" ("de+ru"); or a list of those."""
+    for option in label if isinstance(label, list) else [label]:
+        if option is None:
+            continue
+        codes = str(option).split("+")
+        if not set(codes) <= set(LANGUAGE_TAGS) or codes != sorted(set(codes)):
+            raise ValueError(f"language label {option!r} is not a code or sorted codes joined by '+' (\"de+ru\")")
+
+
+def _language_set(value: Any) -> frozenset[str] | None:
+    """A language value as a set of codes: "de+ru" and ["ru", "de"] are the same two languages."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return frozenset(str(v) for v in value)
+    return frozenset(str(value).split("+"))
+
+
 def _words(value: Any) -> list[str]:
     return [w.casefold() for w in _WORD.findall(str(value))] if value is not None else []
 
@@ -130,6 +152,8 @@ def field_matches(name: str, expected: Any, actual: Any) -> bool:
             return actual is None
         words = _words(actual)
         return all(any(w.startswith(term) for w in words) for term in _words(expected))
+    if name == "language":
+        return _language_set(expected) == _language_set(actual)
     default = DEFAULTS.get(name)
     return (expected if expected is not None else default) == (actual if actual is not None else default)
 

