@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from infra.results import Language
+from infra.results import Language, LanguageFilter
 from router.language import detect_language
 from router.material_language import material_language
 from router.reader import DateExpectation, QuestionCues, read_cues
@@ -97,7 +97,10 @@ _POLITE = (
 _SEARCH_VERB = _r(
     r"^" + _POLITE + r"(?:find|show|list|search|serch|give me|get me|get|fetch|grab|pull up|look up|display"
     r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай|подскажи\w*"
-    r"|finde|zeige?|zeig|such\w*|liste|gib|nenne)\b"
+    r"|finde|zeige?|zeig|such\w*|liste|gib|nenne"
+    # sorting a set is listing it; "I'm looking for …" asks for a list
+    r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
+    r"|i'?m\s+looking\s+for|i\s+am\s+looking\s+for|я\s+ищу|ich\s+suche)\b"
     # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?"
     r"|^(?:könnten|können|kannst|könntest|würden|würdest)\s+(?:sie|du)\b.*\b(?:zeigen|finden|suchen|auflisten"
     r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
@@ -108,14 +111,14 @@ _LISTING_QUESTION = _r(
     r"|^(?:any|are there|is there)\s+(?:new\s+)?(?:articles|posts|news)\b"
     r"|^(?:что|какие\s+статьи)\s+(?:вышл\w*|опубликова\w*|выходил\w*|публиковал\w*)"
     r"|^есть\s+ли\s+(?:статьи|посты|новости|публикации)"
-    r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+\S*\s*(?:veröffentlicht|erschienen)"
+    r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+[^?.!]{0,60}?(?:veröffentlicht|erschienen)"
     r"|^gibt\s+es\s+(?:neue\s+)?(?:artikel|beiträge|meldungen)"
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 _ASK_VERB = _r(
     r"^" + _POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
-    r"|erkläre?|erklär|fasse|vergleiche|beschreibe)\b"
+    r"|erkläre?|erklär|fasse?|vergleiche|beschreibe)\b"
 )
 _ARTICLES_PHRASE = _r(
     r"\b(?:articles|posts|news)\s+(?:about|on|from|in|regarding)\b"
@@ -137,8 +140,9 @@ _ASK_CLAUSE = _r(
     r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche|beschreibe|sag|nenne|beantworte)"
     # a retell verb whose object is the articles found: "перескажи их", "fass sie zusammen", "summarize them"
     r"|\b(?:summari[sz]e|recap|retell|explain|describe|compare)\s+(?:them|it|those|these)\b"
+    r"|\b(?:and\s+)?sum\s+(?:them|it|those|these)\s+up\b|\bgive\s+me\s+a\s+(?:short\s+|brief\s+)?summary\b"
     r"|(?<!\w)(?:перескажи|обобщи|резюмируй|опиши|объясни|сравни|расскажи)\s+(?:мне\s+)?(?:их|это|эти|о\s+них)(?!\w)"
-    r"|\b(?:fass|fasse)\s+(?:mir\s+)?(?:sie|es|diese|die|das)\b|\bzusammenfassen\b"
+    r"|\b(?:fass|fasse)\b.*\bzusammen\b|\bzusammenfassen\b"
 )
 _ASK_CUE = _r(
     r"\?\s*$"
@@ -229,7 +233,7 @@ class QuestionReading:
 
     text: str  # the question as routed (a leading greeting dropped)
     rest: str  # without its language cues, its period (read or not) and its order words
-    language: Language | None  # the articles' language by the seed's rule (None: all languages)
+    language: LanguageFilter | None  # the articles' language(s) by the seed's rule (None: all languages)
     answer: Language  # the answer's language: requested by the client or the user, else the question's
     answer_asked: Language | None  # the answer language the question itself asks for ("answer in English")
     dates: DateExpectation | None
@@ -311,12 +315,14 @@ def fallback_decision(
         return search("a request for a list of articles")
     if _LISTING_QUESTION.search(rest):
         return search("a question asking for a list of articles")
-    if _ASK_VERB.search(rest) and _ARTICLES_PHRASE.search(rest):
+    if _ASK_VERB.search(rest) and (_ARTICLES_PHRASE.search(rest) or dates is not None or ask_clause):
         return combined(rest, "a request to answer over the articles found")
     if _QUESTION_FORM.search(rest) or _ASK_CUE.search(rest):
         if dates is not None:  # the answer is scoped to the period: search it first
             return combined(rest, "a question about a period of the articles")
         return ask("a question about the articles' content")
+    if ask_clause:  # "Go through the posts … and tell me how …"
+        return combined(rest[: ask_clause.start()], "a request for articles followed by a request to answer")
     return search("a request for a list of articles")
 
 

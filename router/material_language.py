@@ -2,8 +2,9 @@
 
 The answer language and the material language "by default coincide", and a user may ask in
 Russian for German articles (seed 000). So, in order:
-1. a language the question names for the articles ("German articles", "на немецком",
-   "auf Englisch") -- a request for the *answer's* language ("answer in English") is not one;
+1. the languages the question names for the articles ("German articles", "на немецком",
+   "auf Englisch"; several: a list) -- a request for the *answer's* language ("answer in
+   English", "fass sie auf Deutsch zusammen") is not one;
 2. "in any / all (three) languages" -> no language filter (None);
 3. the client's `language` (a UI locale passed at submission);
 4. the language the question is written in.
@@ -15,7 +16,7 @@ that omits `language` and one that (rightly) sends the question's language run t
 
 from __future__ import annotations
 
-from infra.results import Language
+from infra.results import Language, LanguageFilter
 from router.reader import LanguageCues, language_cues
 
 __all__ = ["LanguageCues", "language_cues", "material_language"]
@@ -23,14 +24,16 @@ __all__ = ["LanguageCues", "language_cues", "material_language"]
 
 def material_language(
     cues: LanguageCues, *, written_in: Language, client: Language | None = None, proposed: Language | None = None
-) -> Language | None:
-    """The articles' language to search (None: every language), by the seed's rule.
+) -> LanguageFilter | None:
+    """The articles' language to search (None: every language; several named: the list), by the seed's rule.
 
     ``proposed`` is what a model sent: kept only when it differs from the default it would be
     replaced by and the question names no language itself (the model may have read a naming
     the patterns miss, e.g. a language given by country)."""
     if cues.named is not None:
         return cues.named
+    if len(cues.several) >= 2:  # "the Russian and the German announcements": both, as one filter
+        return sorted(cues.several)
     if cues.all_languages:
         return None
     if proposed is not None and proposed != written_in:

@@ -59,4 +59,5 @@ def read_cues(question: str, today: date) -> QuestionCues:
     rest = period.rest
     for start, end in sorted(order.spans, reverse=True):
         rest = rest[:start] + " " + rest[end:]
-    return QuestionCues(languages, period, order, " ".join(rest.split()))
+    # "Since July, what has …": what stood before the period is no part of the question's form
+    return QuestionCues(languages, period, order, " ".join(rest.split()).lstrip(",;:–—- "))

@@ -99,6 +99,20 @@ def _iso(tokens: list[Token], i: int, today: date) -> Anchor | None:
     return Anchor(i, i + 1, day, day, "day")
 
 
+def _dotted(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "15.03.2019", "1.4.2025": a day written the German and Russian way."""
+    if i + 2 >= len(tokens) or tokens[i].after != "." or tokens[i + 1].after != ".":
+        return None
+    parts = [tokens[j].text for j in (i, i + 1, i + 2)]
+    if not all(p.isdigit() for p in parts) or len(parts[2]) != 4 or len(parts[0]) > 2 or len(parts[1]) > 2:
+        return None
+    try:
+        day = date(int(parts[2]), int(parts[1]), int(parts[0]))
+    except ValueError:
+        return None
+    return Anchor(i, i + 3, day, day, "day")
+
+
 def _day_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
     """A day of month: "3", "3rd", "3." (German), "3-го"; the index after it."""
     if i >= len(tokens):
@@ -310,9 +324,10 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """this/last/previous/next/the one before last + a unit; a season or month of such a year."""
     j = i + 1 if _fold(tokens, i) == "the" else i
     fold = _fold(tokens, j)
-    if fold in lx.YESTERDAY:
-        day = today - timedelta(days=1)
-        return Anchor(i, j + 1, day, day, "relative", to_options=(day, today))
+    days_back = lx.days_back(tokens, j)
+    if days_back is not None:
+        day = today - timedelta(days=days_back[0])
+        return Anchor(i, days_back[1], day, day, "relative", to_options=(day, today) if days_back[0] == 1 else None)
     if fold in lx.COMPOUND_RELATIVE:
         compound_unit, compound_offset = lx.COMPOUND_RELATIVE[fold]
         return _unit_offset(i, j + 1, compound_unit, compound_offset, today)
@@ -322,6 +337,11 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return _unit_offset(i, unit[1] + 2, unit[0], -2, today)  # "the year before last"
     if offset is None:
         return None
+    if unit is not None and unit[0] == "year" and _fold(tokens, unit[1]) == "s" \
+            and tokens[unit[1]].before in ("'", "’"):
+        of_year = _season(tokens, unit[1] + 1, today) or _month(tokens, unit[1] + 1, today)
+        if of_year is not None and of_year.refit is not None:  # "last year's November"
+            return replace(of_year.refit(today.year + offset), first=i, kind="relative")
     if unit is not None:
         return _unit_offset(i, unit[1], unit[0], offset, today)
     named = _season(tokens, j + 1, today) or _month(tokens, j + 1, today)
@@ -342,13 +362,12 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
     start, end = unit_span(unit, shift(today, unit, offset))
     if unit == "week" and offset == 0:
         return Anchor(first, next_index, start, end, "relative", to_options=(today, None))
-    if unit == "week" and offset == -1:  # rolling seven days, or the previous calendar week
-        return Anchor(first, next_index, today - timedelta(days=7), today, "relative", to_options=(today, None),
-                      tolerance=1, earliest=start)
+    if unit == "week" and offset == -1:  # the previous calendar week, or the seven days up to today
+        return Anchor(first, next_index, start, end, "relative", to_options=(end, today, None), latest=today)
     return Anchor(first, next_index, start, end, "relative")
 
 
-_PARSERS = (_iso, _ago, _rolling, _relative, _quarter_or_half, _part, _day, _month, _season, _decade, _year)
+_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _quarter_or_half, _part, _day, _month, _season, _decade, _year)
 
 
 def anchor_at(tokens: list[Token], i: int, today: date) -> Anchor | None:

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 from router.reader._lexicon import Unit
 
-_MONTHS_PER = {"month": 1, "quarter": 3, "half": 6, "year": 12}
+_MONTHS_PER = {"month": 1, "quarter": 3, "half": 6, "year": 12, "decade": 120}
 
 
 def month_end(year: int, month: int) -> date:
@@ -37,6 +37,9 @@ def unit_span(unit: Unit, day: date) -> tuple[date, date]:
     if unit == "week":
         monday = day - timedelta(days=day.weekday())
         return monday, monday + timedelta(days=6)
+    if unit == "decade":
+        first_year = day.year // 10 * 10
+        return date(first_year, 1, 1), date(first_year + 9, 12, 31)
     size = _MONTHS_PER[unit]
     first = (day.month - 1) // size * size + 1
     return date(day.year, first, 1), month_end(day.year, first + size - 1)

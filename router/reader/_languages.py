@@ -49,6 +49,7 @@ _ANSWER_VERB = _r(
 _ANSWER_VERB_AFTER = _r(
     r"^\s*(?:language\s+)?(?:языке\s+)?(?:bitte\s+)?(?:zusammen\w*|antworten|beantworten|erklären|erklärt|beschreiben)\b"
 )
+_PLEASE_END = _r(r"^\s*,?\s*please\s*[.!]?\s*$")
 _END = _r(r"^(?:\s*(?:языке|sprache))?\s*(?:,?\s*(?:please|bitte|пожалуйста))?\s*[.!?]*\s*$")
 
 
@@ -90,6 +91,8 @@ def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
     before = text[: mention.phrase_start]
     words = re.findall(r"[\w-]+", before)[-4:]
     if any(_ANSWER_VERB.fullmatch(w) for w in words):
+        return True
+    if _PLEASE_END.match(text[mention.end:]):  # "…, in English, please": how to answer
         return True
     return bool(_ANSWER_VERB_AFTER.match(text[mention.end:]))
 

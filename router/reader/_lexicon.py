@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from router.reader._tokens import Token
+
 Unit = str  # "day" | "week" | "month" | "quarter" | "half" | "year"
 
 
@@ -51,6 +53,8 @@ UNITS: dict[str, Unit] = {
                      "quartal", "quartale", "quartalen", "quartals"), "quarter"),
     **dict.fromkeys(("halfyear", "полугодие", "полугодия", "полугодии", "полугодий", "полугодье", "halbjahr",
                      "halbjahres", "halbjahre", "halbjahren", "halbjahrs", "jahreshälfte"), "half"),
+    **dict.fromkeys(("decade", "decades", "десятилетие", "десятилетия", "десятилетии", "десятилетий", "jahrzehnt",
+                     "jahrzehnte", "jahrzehnten", "jahrzehnts"), "decade"),
     **dict.fromkeys(("year", "years", "год", "года", "году", "годом", "годы", "годов", "лет", "jahr", "jahre",
                      "jahren", "jahres", "jahrs"), "year"),
 }
@@ -78,7 +82,20 @@ COMPOUND_RELATIVE: dict[str, tuple[Unit, int]] = {
     "heuer": ("year", 0), "jahresbeginn": ("year", 0), "jahresanfang": ("year", 0), "diesjährig": ("year", 0), "diesjährige": ("year", 0), "diesjährigen": ("year", 0),
     "today": ("day", 0), "сегодня": ("day", 0), "heute": ("day", 0),
 }
-YESTERDAY = frozenset({"yesterday", "вчера", "gestern"})
+_DAYS_BACK = {
+    **dict.fromkeys(("yesterday", "вчера", "вчерашние", "вчерашних", "вчерашний", "gestern", "gestrige", "gestrigen"), 1),
+    **dict.fromkeys(("позавчера", "позавчерашние", "позавчерашних", "позавчерашний", "vorgestern"), 2),
+}
+
+
+def days_back(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """ "yesterday", "позавчерашние", "the day before yesterday": days before today, and the index after."""
+    words = [t.fold for t in tokens[i:i + 4]]
+    if words[:3] == ["day", "before", "yesterday"]:
+        return 2, i + 3
+    if words and words[0] in _DAYS_BACK:
+        return _DAYS_BACK[words[0]], i + 1
+    return None
 AGO = frozenset({"ago", "назад"})
 BEFORE_LAST = ("before", "last")  # "the year before last"
 

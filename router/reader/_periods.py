@@ -216,8 +216,9 @@ def _period_at(tokens: list[Token], i: int, today: date) -> _Read | None:
         return None
     mode, j = operator
     a = _anchor(tokens, j, today)
-    if a is None and mode == "since":
-        a = duration_window(tokens, j, today)  # "seit drei Wochen", "seit einem halben Jahr": a window to today
+    if a is None and (mode == "since" or tokens[i].fold == "за"):
+        # "seit drei Wochen", "seit einem halben Jahr", "за полгода", "за три месяца": a window to today
+        a = duration_window(tokens, j, today)
     if a is None:
         return None
     if a.kind.startswith("bare-"):
