@@ -186,7 +186,7 @@ class CallValidator:
         if reason is not None:
             return Rejection(tool, dict(raw), f"{tool}: {reason}")
         if unread and normalized.date_from is None and normalized.date_to is None:
-            words = " ".join(unread)
+            words = "', '".join(unread)
             normalized = normalized.model_copy(update={
                 "adjustments": [*normalized.adjustments, f"could not read the period {words!r}; searched all dates"],
             })
@@ -269,7 +269,7 @@ def _future_reason(phrase: str, start: date | None, end: date | None, today: dat
 
 
 def _without_words(text: str, words: tuple[str, ...]) -> str:
-    drop = {w.casefold() for w in words}
+    drop = {w.casefold() for phrase in words for w in phrase.split()}
     return " ".join(w for w in text.split() if w.strip(".,;:!?()\"'").casefold() not in drop)
 _NO_ARTICLES = "No published articles match these filters."
 

@@ -425,7 +425,8 @@ class _Run:
             if dry_run:
                 return verdict
             result = await self._execute(verdict, round_no)
-            if result.status is not ResultStatus.NO_RESULTS:
+            # An honest empty result (a period after today) is final: a retry cannot find anything.
+            if result.status is not ResultStatus.NO_RESULTS or verdict.empty_reason is not None:
                 if self.cache is not None:
                     await self._remember(CachedDecision(verdict.tool, verdict.arguments))
                 return self._finish(result, "llm")

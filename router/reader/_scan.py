@@ -33,9 +33,35 @@ def read_period(text: str, today: date) -> PeriodReading:
         found.append(expectation(read, tokens, text, today))
         consumed.update(range(read.first, read.next))
         i = read.next
-    unread = [j for j in range(len(tokens)) if j not in consumed and _is_cue(tokens, j)]
-    spans = [(p.start, p.end) for p in found] + [(tokens[j].start, tokens[j].end) for j in unread]
-    return PeriodReading(_joined(found, text), tuple(tokens[j].text for j in unread), _without(text, spans))
+    unread = _unread_phrases(tokens, consumed)
+    spans = [(p.start, p.end) for p in found] + [(tokens[a].start, tokens[b].end) for a, b in unread]
+    phrases = tuple(text[tokens[a].start:tokens[b].end] for a, b in unread)
+    return PeriodReading(_joined(found, text), phrases, _without(text, spans))
+
+
+_OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
+
+
+def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, int]]:
+    """The unread cues as token spans, each from the operator before it when there is one within
+    three words ("aus dem lezten Quartal", "from three moons ago"): the whole phrase is reported and cut."""
+    spans: list[tuple[int, int]] = []
+    for j in range(len(tokens)):
+        if j in consumed or not _is_cue(tokens, j):
+            continue
+        first = j
+        for back in range(1, 4):
+            k = j - back
+            if k < 0 or k in consumed or (spans and k <= spans[-1][1]):
+                break
+            if tokens[k].fold in _OPERATORS:
+                first = k
+                break
+        if spans and first <= spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], j)
+        else:
+            spans.append((first, j))
+    return spans
 
 
 def _joined(found: list[DateExpectation], text: str) -> DateExpectation | None:

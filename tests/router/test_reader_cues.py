@@ -69,9 +69,9 @@ def test_a_period_after_today_is_read_as_such() -> None:
 
 
 @pytest.mark.parametrize(("question", "unread", "rest"), [
-    ("статьи про Ruby за квартал", ("квартал",), "статьи про Ruby за"),
-    ("Zeig mir Artikle über RubyGems aus dem lezten Quartal", ("Quartal",), "Zeig mir Artikle über RubyGems aus dem lezten"),
-    ("Ruby posts from three moons ago", ("ago",), "Ruby posts from three moons"),
+    ("статьи про Ruby за квартал", ("за квартал",), "статьи про Ruby"),
+    ("Zeig mir Artikle über RubyGems aus dem lezten Quartal", ("aus dem lezten Quartal",), "Zeig mir Artikle über RubyGems"),
+    ("Ruby posts from three moons ago", ("from three moons ago",), "Ruby posts"),
     ("Ruby posts summer", ("summer",), "Ruby posts"),  # a season alone, with no operator and no year
 ])
 def test_a_cue_the_grammar_cannot_read_is_reported_and_cut(question: str, unread: tuple[str, ...], rest: str) -> None:
