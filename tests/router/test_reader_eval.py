@@ -7,7 +7,15 @@ from datetime import date
 from typing import Any
 
 from infra.results import Usage
-from router.eval import EvalCase, EvalReport, RoutingDecision, render_tag_markdown, render_text, score, summarize
+from router.eval import (
+    EvalCase,
+    EvalReport,
+    RoutingDecision,
+    render_tag_markdown,
+    render_text,
+    score,
+    summarize,
+)
 
 TODAY = date(2026, 11, 29)
 
