@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, NoReturn, cast
 
@@ -32,6 +32,7 @@ from infra.counters import FALLBACKS, RATE_LIMIT, bump
 from infra.results import LANGUAGES, Language, QuestionResult, Usage
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
+from router import period_question as period_prompt
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.code_filters import fill_filters
@@ -45,6 +46,7 @@ from router.language import detect_language
 from router.limits import JobBudget
 from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt, user_message
 from router.ratelimit import LLMRateLimiter, RateLimitDeadline
+from router.reader import DateExpectation
 from router.readiness import ReadinessProbe
 from router.tools import ToolRegistry, default_registry
 
@@ -216,6 +218,7 @@ class _Run:
         # The first LLM call's rate-limit permit, asked for while the decision cache is read.
         self._first_permit: asyncio.Task[None] | None = None
         self._deterministic: FallbackDecision | None = None  # the rules' decision, read once (see _rules)
+        self._model_period: DateExpectation | None = None  # an unread period the model read (code-filled filters)
 
     async def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -323,6 +326,7 @@ class _Run:
             not_a_request = await self._code_reads_no_request()
             if not_a_request is not None:
                 return not_a_request
+            await self._ask_unread_period(engine)
         turns = self._first_turns(engine)
         corrected = False
         while True:
@@ -389,12 +393,40 @@ class _Run:
         await self.audit.record("fallback", outcome="refused", error=self.routed_reason)
         return self._refused(decision.reason, routed_by="fallback")
 
+    async def _ask_unread_period(self, engine: Engine) -> None:
+        """A period cue code could not read: one closed-schema round asks the model for just that
+        value (`router.period_question`); code validates it and the filters use it (issue 22, 4a)."""
+        reading = self._rules().reading
+        if reading is None or reading.dates is not None or not reading.unread_period:
+            return
+        turns = [Turn("system", period_prompt.SYSTEM),
+                 Turn("user", period_prompt.period_question(self.question, reading.unread_period, self.today))]
+        round_no = self.budget.start_round()
+        estimate = engine.estimate_input_tokens(turns)
+        self.budget.check_room_for(estimate)
+        response = await engine.complete(EngineRequest(
+            turns=turns, max_output_tokens=min(40, self.budget.output_room(estimate)), deadline=self.budget.llm_deadline,
+            before_attempt=self._before_llm_call, response_format=period_prompt.RESPONSE_FORMAT,
+        ))
+        self.budget.add_llm_call(response.input_tokens, response.output_tokens)
+        period = period_prompt.read_answer(response.text, reading.unread_period, self.today)
+        await self.audit.record(
+            "llm_round", round=round_no, loop_mode="period", model=response.model, finish_reason=response.finish_reason,
+            input_tokens=response.input_tokens, output_tokens=response.output_tokens, latency_ms=response.latency_ms,
+            outcome="period" if period is not None else "text",
+            error=None if period is not None else f"no usable period for {reading.unread_period!r}",
+        )
+        if period is not None:
+            self._model_period = period
+
     def _filled(self, intent: ToolIntent) -> ToolIntent:
         """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""
         arguments = parse_arguments(intent.arguments)
         reading = self._rules().reading  # set: a question the rules refuse never reaches the model here
         if isinstance(arguments, str) or reading is None:  # not an object: the gateway rejects it in its words
             return intent
+        if self._model_period is not None:  # the period the model read for code (validated)
+            reading = replace(reading, dates=self._model_period, unread_period=())
         tool, filled = fill_filters(intent.name, arguments, reading)
         return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
+from router.reader._calendar import shift, unit_span
 from router.reader._languages import LanguageCues, language_cues
 from router.reader._order import OrderReading, read_order
 from router.reader._periods import DateExpectation
@@ -33,7 +34,7 @@ from router.reader._scan import PeriodReading, read_period
 
 __all__ = [
     "DateExpectation", "LanguageCues", "OrderReading", "PeriodReading", "QuestionCues", "find_period",
-    "language_cues", "read_cues", "read_order", "read_period",
+    "language_cues", "read_cues", "read_order", "read_period", "shift", "unit_span",
 ]
 
 
