@@ -92,12 +92,9 @@ def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
     pairs = {("начиная", "с"): "since", ("начиная", "со"): "since", ("starting", "from"): "since",
              ("starting", "in"): "since", ("prior", "to"): "before", ("earlier", "than"): "before",
              ("later", "than"): "after", ("up", "to"): "until", ("bis", "zum"): "until", ("bis", "zur"): "until",
-             ("no", "later"): "", ("не", "позже"): "until", ("не", "позднее"): "until", ("в", "течение"): "in"}
-    if (one, two) in pairs and pairs[(one, two)]:
-        k = i + 2
-        if (one, two) == ("не", "позже") or (one, two) == ("не", "позднее"):
-            k = i + 2
-        return pairs[(one, two)], k
+             ("не", "позже"): "until", ("не", "позднее"): "until", ("в", "течение"): "in"}
+    if (one, two) in pairs:
+        return pairs[(one, two)], i + 2
     for mode, words in (("since", lx.SINCE), ("after", lx.AFTER), ("before", lx.BEFORE), ("until", lx.UNTIL),
                         ("in", lx.IN)):
         if one in words:
@@ -105,7 +102,7 @@ def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
     return None
 
 
-def _join(tokens: list[Token], a: _Read | Anchor | tuple[int, int], after_index: int) -> int | None:
+def _join(tokens: list[Token], after_index: int) -> int | None:
     """Where the second end of a range starts, after "and/to/по/bis/und" or a dash."""
     previous = tokens[after_index - 1]
     if previous.after.strip() in _DASHES and after_index < len(tokens):
@@ -123,7 +120,7 @@ def _range(tokens: list[Token], i: int, first: int, today: date) -> _Read | None
     end_of_a = a.next if a is not None else (day[1] if day else None)
     if end_of_a is None:
         return None
-    j = _join(tokens, a or (0, 0), end_of_a)
+    j = _join(tokens, end_of_a)
     if j is None:
         return None
     b = _anchor(tokens, j, today)
@@ -155,7 +152,7 @@ def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> _Read | None:
     """ "2014 bis 2017", "2020–2022", "March to May 2025": a range with no opening word."""
     if a.kind not in ("year", "month", "day", "bare-month", "season", "quarter"):
         return None
-    j = _join(tokens, a, a.next)
+    j = _join(tokens, a.next)
     if j is None or _fold(tokens, a.next) in ("and", "и", "und"):
         return None  # "2020 and 2022" is two years, not a range
     b = _anchor(tokens, j, today)
