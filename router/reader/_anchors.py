@@ -297,7 +297,7 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return _window(i, found.next, shift(today, unit, -count), today)
     single = unit_at(tokens, j + 1)
     # "the past year", "past month", "за последний год" (not "last year": the calendar one)
-    if single is None or not (j > i or word == "past" or word.startswith("последн")):
+    if single is None or _fold(tokens, j + 1) in lx.PLURAL_UNITS or not (j > i or word == "past" or word.startswith("последн")):
         return None
     unit, k = single
     if unit == "week" and not word.startswith("последн"):
@@ -333,6 +333,8 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return _unit_offset(i, j + 1, compound_unit, compound_offset, today)
     offset = lx.relative(fold)
     unit = unit_at(tokens, j + 1) if offset is not None else unit_at(tokens, j)
+    if unit is not None and _fold(tokens, unit[1] - 1) in lx.PLURAL_UNITS:
+        return None  # "in den letzten Jahren": recent years, not last year
     if offset is None and unit is not None and (_fold(tokens, unit[1]), _fold(tokens, unit[1] + 1)) == lx.BEFORE_LAST:
         return _unit_offset(i, unit[1] + 2, unit[0], -2, today)  # "the year before last"
     if offset is None:

@@ -58,6 +58,13 @@ UNITS: dict[str, Unit] = {
     **dict.fromkeys(("year", "years", "год", "года", "году", "годом", "годы", "годов", "лет", "jahr", "jahre",
                      "jahren", "jahres", "jahrs"), "year"),
 }
+# Plural unit words with no count ("in den letzten Jahren", "за последние годы"): a vague period,
+# never this/last + one unit; left as an unread cue.
+PLURAL_UNITS = frozenset({"days", "weeks", "months", "quarters", "years", "decades", "tage", "tagen", "wochen",
+                          "monate", "monaten", "quartale", "quartalen", "jahre", "jahren", "дни", "месяцы", "годы",
+                          "годов", "кварталы", "jahrzehnte", "jahrzehnten", "десятилетия"})
+VAGUE_COUNTS = frozenset({"few", "several", "couple", "paar", "einigen", "einige", "mehreren", "несколько", "пару",
+                          "нескольких"})
 HALF_WORDS = frozenset({"half", "половина", "половине", "половину", "половины", "hälfte"})
 
 # Relative words: the offset from the unit that holds today (0 = this one, -1 = the previous).

@@ -44,19 +44,23 @@ _OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
 
 def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, int]]:
     """The unread cues as token spans, each from the operator before it when there is one within
-    three words ("aus dem lezten Quartal", "from three moons ago"): the whole phrase is reported and cut."""
+    four words ("aus dem lezten Quartal", "from three moons ago"), else from the period words right
+    before it ("the last few months"): the whole phrase is reported and cut."""
     spans: list[tuple[int, int]] = []
     for j in range(len(tokens)):
         if j in consumed or not _is_cue(tokens, j):
             continue
-        first = j
-        for back in range(1, 4):
+        first, run = j, True
+        for back in range(1, 5):
             k = j - back
             if k < 0 or k in consumed or (spans and k <= spans[-1][1]):
                 break
             if tokens[k].fold in _OPERATORS:
                 first = k
                 break
+            run = run and _periodish(tokens[k].fold)
+            if run:
+                first = k
         if spans and first <= spans[-1][1] + 1:
             spans[-1] = (spans[-1][0], j)
         else:
@@ -93,6 +97,12 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
     return " ".join("".join(out).split())
 
 
+def _periodish(fold: str) -> bool:
+    """A word that belongs to a period phrase without naming one ("the", "last", "few", "drei")."""
+    return fold in lx.ARTICLES or fold in lx.VAGUE_COUNTS or fold in NUMBER_WORDS or bool(lx.ROLLING.match(fold)) \
+        or lx.relative(fold) is not None
+
+
 def _is_cue(tokens: list[Token], i: int) -> bool:
     """A word that names a period part: a month, a season, a quarter/half word, a decade, a year,
     "ago", or a unit after a count or a relative word ("3 недели", "letzten Quartal")."""
@@ -110,5 +120,6 @@ def _is_cue(tokens: list[Token], i: int) -> bool:
     if unit is None or i == 0:
         return False
     previous = tokens[i - 1].fold
-    return unit in ("quarter", "half") or previous in NUMBER_WORDS and previous not in ("a", "an", "ein", "eine") \
+    return unit in ("quarter", "half") or previous in lx.VAGUE_COUNTS or bool(lx.ROLLING.match(previous)) \
+        or previous in NUMBER_WORDS and previous not in ("a", "an", "ein", "eine") \
         or standalone_number(tokens, i - 1) is not None or lx.relative(previous) is not None
