@@ -11,10 +11,14 @@ result's adjustments say so. The model never does date arithmetic.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import date
 from typing import Any
 
+from router.audit import AuditTrail
+from router.engine import Engine, EngineRequest, Turn
+from router.limits import JobBudget
 from router.reader import DateExpectation, shift, unit_span
 
 UNITS = ("day", "week", "month", "quarter", "year")
@@ -43,6 +47,35 @@ SYSTEM = (
     'before the current unit (N = 0: the current one, -1: the previous one). Exact dates: '
     '{"dateFrom": "YYYY-MM-DD", "dateTo": "YYYY-MM-DD"}. No period: {"none": true}.'
 )
+
+
+MAX_TOKENS = 40  # the longest answer, explicit dates, is ~30 tokens
+
+
+async def ask_model(
+    engine: Engine, budget: JobBudget, audit: AuditTrail, question: str, unread: tuple[str, ...], today: date, *,
+    before_attempt: Callable[[int], Awaitable[None]] | None = None,
+) -> DateExpectation | None:
+    """One closed-schema round for the unread period; the validated period, or None. Audited as an
+    `llm_round` of loop mode `period`; its tokens count against the job's budget."""
+    turns = [Turn("system", SYSTEM), Turn("user", period_question(question, unread, today))]
+    round_no = budget.start_round()
+    estimate = engine.estimate_input_tokens(turns)
+    budget.check_room_for(estimate)
+    response = await engine.complete(EngineRequest(
+        turns=turns, max_output_tokens=min(MAX_TOKENS, budget.output_room(estimate)), deadline=budget.llm_deadline,
+        before_attempt=before_attempt, response_format=RESPONSE_FORMAT,
+    ))
+    budget.add_llm_call(response.input_tokens, response.output_tokens)
+    budget.check_tokens()
+    period = read_answer(response.text, unread, today)
+    await audit.record(
+        "llm_round", round=round_no, loop_mode="period", model=response.model, finish_reason=response.finish_reason,
+        input_tokens=response.input_tokens, output_tokens=response.output_tokens, latency_ms=response.latency_ms,
+        outcome="period" if period is not None else "text",
+        error=None if period is not None else f"no usable period for {unread!r}",
+    )
+    return period
 
 
 def period_question(question: str, unread: tuple[str, ...], today: date) -> str:

@@ -394,30 +394,14 @@ class _Run:
         return self._refused(decision.reason, routed_by="fallback")
 
     async def _ask_unread_period(self, engine: Engine) -> None:
-        """A period cue code could not read: one closed-schema round asks the model for just that
-        value (`router.period_question`); code validates it and the filters use it (issue 22, 4a)."""
+        """A period cue code could not read: the model is asked for just that value (issue 22, 4a)."""
         reading = self._rules().reading
         if reading is None or reading.dates is not None or not reading.unread_period:
             return
-        turns = [Turn("system", period_prompt.SYSTEM),
-                 Turn("user", period_prompt.period_question(self.question, reading.unread_period, self.today))]
-        round_no = self.budget.start_round()
-        estimate = engine.estimate_input_tokens(turns)
-        self.budget.check_room_for(estimate)
-        response = await engine.complete(EngineRequest(
-            turns=turns, max_output_tokens=min(40, self.budget.output_room(estimate)), deadline=self.budget.llm_deadline,
-            before_attempt=self._before_llm_call, response_format=period_prompt.RESPONSE_FORMAT,
-        ))
-        self.budget.add_llm_call(response.input_tokens, response.output_tokens)
-        period = period_prompt.read_answer(response.text, reading.unread_period, self.today)
-        await self.audit.record(
-            "llm_round", round=round_no, loop_mode="period", model=response.model, finish_reason=response.finish_reason,
-            input_tokens=response.input_tokens, output_tokens=response.output_tokens, latency_ms=response.latency_ms,
-            outcome="period" if period is not None else "text",
-            error=None if period is not None else f"no usable period for {reading.unread_period!r}",
+        self._model_period = await period_prompt.ask_model(
+            engine, self.budget, self.audit, self.question, reading.unread_period, self.today,
+            before_attempt=self._before_llm_call,
         )
-        if period is not None:
-            self._model_period = period
 
     def _filled(self, intent: ToolIntent) -> ToolIntent:
         """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""
