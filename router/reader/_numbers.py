@@ -63,7 +63,7 @@ def amount(tokens: list[Token], i: int) -> Amount | None:
     if count is None:
         return None
     unit = _unit(tokens, i + 1)
-    if unit is None or count <= 0:
+    if unit is None or count <= 0 or tokens[i + 1].before == "-":  # "six-day certificates": an adjective
         return None
     return Amount(count, unit, i, i + 2)
 

@@ -117,7 +117,7 @@ def _is_cue(tokens: list[Token], i: int) -> bool:
     if number is not None and len(tokens[i].text) == 4 and 1900 <= number <= 2099:
         return True
     unit = lx.UNITS.get(fold)
-    if unit is None or i == 0:
+    if unit is None or i == 0 or tokens[i].before == "-":  # "six-day certificates", "90-day": an adjective
         return False
     previous = tokens[i - 1].fold
     return unit in ("quarter", "half") or previous in lx.VAGUE_COUNTS or bool(lx.ROLLING.match(previous)) \

@@ -87,6 +87,7 @@ def test_a_cue_the_grammar_cannot_read_is_reported_and_cut(question: str, unread
 @pytest.mark.parametrize("question", [
     "Find articles about Ruby 3.4", "CVE-2025-25186 details", "Ruby 2.7.1 release notes", "What may change in Rails?",
     "Let's Encrypt ACME v2 rate limits", "Найди статьи про YJIT", "Zeige Artikel über Ruby 3.3",
+    "posts about six-day certificates", "90-day certificate lifetimes", "die 6-Tage-Zertifikate",
 ])
 def test_no_period_and_no_cue_where_none_is_named(question: str) -> None:
     cues = read_cues(question, TODAY)
