@@ -32,7 +32,7 @@ from infra.db.audit import AuditEvent, insert_audit_events
 from infra.db.collections import CollectionVersion, active_version, get_version
 from infra.db.rag_sources import SourceArticle, visible_sources
 from infra.llm import counted_call, create_llm_client, llm_retrying
-from infra.results import Language, Source, Usage
+from infra.results import Language, LanguageFilter, Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import Hit, VectorStore, VectorStoreError, process_vector_store
@@ -83,7 +83,7 @@ class RagRequest(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     question: str = Field(min_length=1, max_length=10_000)
-    language: Language | None = None
+    language: LanguageFilter | None = None  # one code or several (the articles' languages)
     answer_language: Language
     scope: list[str] | None = None
     scope_truncated: bool = False
@@ -171,7 +171,7 @@ async def answer_question(
     ctx: RagContext,
     *,
     question: str,
-    language: str | None,
+    language: str | Sequence[str] | None,
     answer_language: str,
     scope: Sequence[str] | None,
     scope_truncated: bool = False,
@@ -393,7 +393,7 @@ def _ms(started: float) -> float:
 
 
 async def _audit(
-    ctx: RagContext, job_id: str, call: _Call, *, language: str | None, answer_language: str,
+    ctx: RagContext, job_id: str, call: _Call, *, language: str | Sequence[str] | None, answer_language: str,
     scope: list[str] | None,
 ) -> None:
     try:

@@ -22,9 +22,18 @@ from typing import Any
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from infra.db import search as search_db
-from infra.results import LANGUAGES, ArticlesPage, NormalizedSearch, SearchItem
+from infra.results import (
+    LANGUAGES,
+    ArticlesPage,
+    LanguageFilter,
+    NormalizedSearch,
+    SearchItem,
+    language_codes,
+    normalize_language_filter,
+)
 from infra.settings import Limits
 from infra.text import squash_controls
 from infra.validation import first_error
@@ -36,6 +45,29 @@ FALLBACK_MIN_TERM = 3  # a trigram index needs three characters to narrow anythi
 FALLBACK_MAX_TERMS = 8
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+LANGUAGE_ERROR = "language_code"  # the pydantic error type of a bad language filter
+
+LANGUAGE_DESCRIPTION = (
+    "Language of the articles: ru, en or de, or a list of them (e.g. [\"de\", \"en\"]) when the user names "
+    "several. Set it only when the user names one; omitted, the router searches the question's language "
+    "(every language when the user asks for all)."
+)
+
+
+def language_filter_schema(description: str) -> dict[str, Any]:
+    """JSON Schema of a language filter: one code, or a list of distinct codes."""
+    code = {"type": "string", "enum": list(LANGUAGES)}
+    several = {"type": "array", "items": code, "minItems": 1, "maxItems": len(LANGUAGES), "uniqueItems": True}
+    return {"description": description, "anyOf": [code, several]}
+
+
+def check_language_filter(value: Any) -> LanguageFilter | None:
+    """``normalize_language_filter`` as a pydantic validator: a bad code is a ``language_code``
+    error whose message names it."""
+    try:
+        return normalize_language_filter(value)
+    except ValueError as exc:
+        raise PydanticCustomError(LANGUAGE_ERROR, str(exc)) from None
 
 
 class SearchArgs(BaseModel):
@@ -46,12 +78,7 @@ class SearchArgs(BaseModel):
     text: StrictStr | None = Field(
         None, description="Words to find in title, summary and body; omit to list by filters only."
     )
-    language: StrictStr | None = Field(
-        None,
-        description="Language of the articles: ru, en or de. Set it only when the user names one; omitted, "
-        "the router searches the question's language (every language when the user asks for all).",
-        json_schema_extra={"enum": list(LANGUAGES)},
-    )
+    language: LanguageFilter | None = Field(None, description=LANGUAGE_DESCRIPTION)
     date_from: StrictStr | None = Field(
         None,
         alias="dateFrom",
@@ -70,10 +97,15 @@ class SearchArgs(BaseModel):
     page: StrictInt | None = Field(None, description="Page number, 1 or more (default 1).")
     page_size: StrictInt | None = Field(None, alias="pageSize", description="Items per page.")
 
-    @field_validator("language", "sort", mode="before")
+    @field_validator("sort", mode="before")
     @classmethod
     def _fold_case(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language_filter(cls, value: Any) -> LanguageFilter | None:
+        return check_language_filter(value)
 
 
 class SearchArgumentError(ValueError):
@@ -100,6 +132,7 @@ def search_args_schema(limits: Limits | None = None) -> dict[str, Any]:
         clean = {k: v for k, v in variants[0].items() if k != "title"}
         clean.update({k: v for k, v in prop.items() if k not in ("anyOf", "title", "default")})
         properties[name] = clean
+    properties["language"] = language_filter_schema(LANGUAGE_DESCRIPTION)
     properties["pageSize"]["description"] = (
         f"Items per page: default {limits.page_size_default}, at most {limits.page_size_max}."
     )
@@ -112,6 +145,8 @@ def _field_error(exc: ValidationError) -> SearchArgumentError:
     if first["type"] == "extra_forbidden":
         allowed = ", ".join(f.alias or name for name, f in SearchArgs.model_fields.items())
         return SearchArgumentError(field, f"unknown argument {field!r}; allowed: {allowed}")
+    if first["type"] == LANGUAGE_ERROR:
+        return SearchArgumentError(field, first["msg"])
     if first["type"] in ("int_type", "int_from_float"):
         return SearchArgumentError(field, f"{field} must be an integer, got {got!r}")
     if first["type"] == "string_type":
@@ -167,10 +202,6 @@ def normalize_search(raw: Mapping[str, Any], *, limits: Limits, today: date) -> 
     except ValidationError as exc:
         raise _field_error(exc) from None
 
-    if args.language is not None and args.language not in LANGUAGES:
-        raise SearchArgumentError(
-            "language", f"language {args.language!r} is not supported; use one of {', '.join(LANGUAGES)}"
-        )
     if args.sort is not None and args.sort not in SORTS:
         raise SearchArgumentError("sort", f"sort {args.sort!r} is not supported; use newest or oldest")
 
@@ -241,7 +272,7 @@ def search_filter(query: NormalizedSearch) -> search_db.SearchFilter:
     if query.date_to is not None and query.date_to < date.max:
         before = _day_start(query.date_to + timedelta(days=1))
     return search_db.SearchFilter(
-        language=query.language,
+        languages=language_codes(query.language),
         created_from=_day_start(query.date_from) if query.date_from is not None else None,
         created_before=before,
         newest_first=query.sort == "newest",

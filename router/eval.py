@@ -322,6 +322,35 @@ def _pct(ratio: dict[str, Any]) -> str:
     return f"{ratio['accuracy'] * 100:5.1f}%  ({ratio['correct']}/{ratio['total']})"
 
 
+# The classes the question reader is judged by (issue 22), each with its subtags in the set.
+_ROLE_SUBTAGS = frozenset({"answer-vs-articles", "two-languages", "all-languages", "retell", "client-language"})
+CLASSES: dict[str, Callable[[str], bool]] = {
+    "period": lambda tag: tag.startswith("p-"),
+    "order": lambda tag: False,
+    "language-role": lambda tag: tag in _ROLE_SUBTAGS,
+}
+
+
+def class_rows(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, group) per class present in the run, each followed by its subtags (indented)."""
+    by_tag = summary["byTag"]
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for name, is_subtag in CLASSES.items():
+        if name in by_tag:
+            rows.append((name, by_tag[name]))
+            rows.extend((f"  {tag}", group) for tag, group in by_tag.items() if is_subtag(tag))
+    return rows
+
+
+def _class_lines(summary: dict[str, Any]) -> list[str]:
+    rows = class_rows(summary)
+    if not rows:
+        return []
+    return ["per class (tool | all args | dates | language):", *(
+        f"  {name:<24} {_pct(g['toolAccuracy'])} | {_pct(g['exactAccuracy'])} | {_pct(g['dateBoundAccuracy'])} | "
+        f"{_pct(g['languageAccuracy'])}" for name, g in rows)]
+
+
 def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
     s = report.summary
     lines = [
@@ -338,6 +367,7 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
         *(f"  {name:<15} {_pct(ratio)}" for name, ratio in s["fieldAccuracy"].items()),
         "tool accuracy per tag:",
         *(f"  {tag:<15} {_pct(ratio)}" for tag, ratio in s["toolAccuracyByTag"].items()),
+        *_class_lines(s),
         "latency ms: " + ", ".join(f"{k} {v}" for k, v in s["latencyMs"].items()),
         f"LLM calls: {s['llmCalls']}   tokens: in {s['tokens']['input']}, out {s['tokens']['output']}, "
         f"total {s['tokens']['total']}",
@@ -386,10 +416,13 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
 
 
 def render_tag_markdown(report: EvalReport) -> str:
-    """Per tag: tool, all-argument, date and language accuracy."""
+    """Per class (period, order, language role, with their subtags), then per tag: tool,
+    all-argument, date and language accuracy, refusals."""
     lines = ["| tag | cases | tool | all args | dates | language | refused (no-tool) | false refusals |",
              "|---|---|---|---|---|---|---|---|"]
-    for tag, g in report.summary["byTag"].items():
+    classes = [(f"**{name}**" if not name.startswith(" ") else f"↳ {name.strip()}", g)
+               for name, g in class_rows(report.summary)]
+    for tag, g in [*classes, *report.summary["byTag"].items()]:
         lines.append(
             f"| {tag} | {g['cases']} | {_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | "
             f"{_cell(g['dateBoundAccuracy'])} | {_cell(g['languageAccuracy'])} | "

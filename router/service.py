@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, NoReturn, cast
 
@@ -32,6 +32,7 @@ from infra.counters import FALLBACKS, RATE_LIMIT, bump
 from infra.results import LANGUAGES, Language, QuestionResult, Usage
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
+from router import period_question as period_prompt
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.code_filters import fill_filters
@@ -46,6 +47,7 @@ from router.language import detect_language
 from router.limits import JobBudget
 from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt, user_message
 from router.ratelimit import LLMRateLimiter, RateLimitDeadline
+from router.reader import DateExpectation
 from router.readiness import ReadinessProbe
 from router.tools import ToolRegistry, default_registry
 
@@ -234,6 +236,7 @@ class _Run:
         self._first_permit: asyncio.Task[None] | None = None
         self._deterministic: FallbackDecision | None = None  # the rules' decision, read once (see _rules)
         self.gate: GateVerdict | None = None  # the request gate's verdict, once it ran
+        self._model_period: DateExpectation | None = None  # an unread period the model read (code-filled filters)
 
     async def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -340,6 +343,8 @@ class _Run:
         return min(self.budget.output_room(estimate), ROUTING_REPLY_TOKENS + len(self.question) // 2)
 
     async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
+        if engine.code_filters:
+            await self._ask_unread_period(engine)
         turns = self._first_turns(engine)
         corrected = False
         while True:
@@ -408,12 +413,24 @@ class _Run:
         await self.audit.record("fallback", outcome="refused", error=self.routed_reason)
         return self._refused(self.gate.reason, routed_by="fallback")
 
+    async def _ask_unread_period(self, engine: Engine) -> None:
+        """A period cue code could not read: the model is asked for just that value (issue 22, 4a)."""
+        reading = self._rules().reading
+        if reading is None or reading.dates is not None or not reading.unread_period:
+            return
+        self._model_period = await period_prompt.ask_model(
+            engine, self.budget, self.audit, self.question, reading.unread_period, self.today,
+            before_attempt=self._before_llm_call,
+        )
+
     def _filled(self, intent: ToolIntent) -> ToolIntent:
         """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""
         arguments = parse_arguments(intent.arguments)
         reading = self._rules().reading  # set: a question the rules refuse never reaches the model here
         if isinstance(arguments, str) or reading is None:  # not an object: the gateway rejects it in its words
             return intent
+        if self._model_period is not None:  # the period the model read for code (validated)
+            reading = replace(reading, dates=self._model_period, unread_period=())
         tool, filled = fill_filters(intent.name, arguments, reading)
         return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))
 
@@ -444,7 +461,8 @@ class _Run:
             if dry_run:
                 return verdict
             result = await self._execute(verdict, round_no)
-            if result.status is not ResultStatus.NO_RESULTS:
+            # An honest empty result (a period after today) is final: a retry cannot find anything.
+            if result.status is not ResultStatus.NO_RESULTS or verdict.empty_reason is not None:
                 if self.cache is not None:
                     await self._remember(CachedDecision(verdict.tool, verdict.arguments))
                 return self._finish(result, "llm")

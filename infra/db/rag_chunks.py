@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infra.db.search import TS_CONFIG, PoolOrConnection
+from infra.results import language_codes
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ async def lexical_search(
     question: str,
     *,
     limit: int,
-    language: str | None = None,
+    language: str | Sequence[str] | None = None,
     scope: Sequence[str] | None = None,
 ) -> list[LexicalHit]:
     """The top-``limit`` chunks of ``collection`` for ``question``; ``language``, ``scope``
@@ -159,8 +160,9 @@ async def lexical_search(
     ranking and the limit. An empty scope returns [] without a query."""
     if scope is not None and not scope:
         return []
-    if language is not None and language not in TS_CONFIG:
-        raise ValueError(f"unsupported language {language!r}")
+    languages = language_codes(language)
+    if languages is not None and (not languages or any(lang not in TS_CONFIG for lang in languages)):
+        raise ValueError(f"unsupported language filter {language!r}")
     rows = await conn.fetch(
         f"""
         WITH terms AS MATERIALIZED ({_TERMS}),
@@ -186,12 +188,12 @@ async def lexical_search(
         JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
         WHERE c.collection = $1
           AND c.search_vector @@ q.query
-          AND ($3::text IS NULL OR c.language = $3)
+          AND ($3::text[] IS NULL OR c.language = ANY($3::text[]))
           AND ($4::text[] IS NULL OR c.localization_id = ANY($4::text[]))
         ORDER BY score DESC, c.localization_id, c.position
         LIMIT $5
         """,  # noqa: S608 (constant fragments)
-        collection, question, language, list(scope) if scope is not None else None, limit,
+        collection, question, languages, list(scope) if scope is not None else None, limit,
         KEPT_TERMS,
     )
     return [

@@ -31,7 +31,7 @@ _COLUMNS = "l.id, l.article_id, l.language, l.title, l.summary, l.created_at, l.
 
 @dataclass(frozen=True)
 class SearchFilter:
-    language: str | None = None
+    languages: Sequence[str] | None = None  # None: every language
     created_from: datetime | None = None  # inclusive
     created_before: datetime | None = None  # exclusive
     newest_first: bool = True
@@ -77,18 +77,23 @@ class _Statement:
 
 def _where(flt: SearchFilter, match: TextMatch | None) -> _Statement:
     stmt = _Statement()
-    if flt.language is not None:
-        if flt.language not in TS_CONFIG:
-            raise ValueError(f"unsupported language {flt.language!r}")
-        stmt.where.append(f"l.language = {stmt.bind(flt.language)}")
+    languages = list(TS_CONFIG) if flt.languages is None else sorted(set(flt.languages))
+    if flt.languages is not None:
+        unknown = [lang for lang in languages if lang not in TS_CONFIG]
+        if unknown or not languages:
+            raise ValueError(f"unsupported language filter {list(flt.languages)!r}")
+        if len(languages) == 1:
+            # A plain equality keeps the (language, created_at, id) index's order usable for the page.
+            stmt.where.append(f"l.language = {stmt.bind(languages[0])}")
+        else:
+            stmt.where.append(f"l.language = ANY({stmt.bind(languages)}::text[])")
     if flt.created_from is not None:
         stmt.where.append(f"l.created_at >= {stmt.bind(flt.created_from)}")
     if flt.created_before is not None:
         stmt.where.append(f"l.created_at < {stmt.bind(flt.created_before)}")
     if isinstance(match, FullTextMatch):
         text = stmt.bind(match.text)
-        languages = [flt.language] if flt.language is not None else list(TS_CONFIG)
-        # Without a language each row is matched by its own language's stemmer.
+        # Each row is matched by its own language's stemmer.
         per_language = [
             f"(l.language = '{lang}' AND l.search_vector @@ websearch_to_tsquery('{TS_CONFIG[lang]}', {text}))"
             for lang in languages
@@ -99,7 +104,7 @@ def _where(flt: SearchFilter, match: TextMatch | None) -> _Statement:
             raise ValueError("a partial match needs at least one term")
         # Prefixes go through the row language's stemmer and through `simple` (no stemming):
         # "Sicherheitslü" only matches stemmed, "encry" only unstemmed.
-        configs = [TS_CONFIG[flt.language]] if flt.language is not None else list(TS_CONFIG.values())
+        configs = [TS_CONFIG[lang] for lang in languages]
         for term in match.terms:
             pattern = stmt.bind("%" + like_escape(term) + "%")
             prefix = stmt.bind(prefix_query(term))

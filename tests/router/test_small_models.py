@@ -143,7 +143,10 @@ def test_the_grammar_binds_each_tool_to_its_own_fields() -> None:
         assert "null" not in json.dumps(arguments)  # nothing to fill with null
         assert "description" not in json.dumps(arguments)  # the grammar carries types, not prose
     search = tools[0]["properties"]["arguments"]["properties"]
-    assert search["language"]["enum"] == ["ru", "en", "de"] and search["sort"]["enum"] == ["newest", "oldest"]
+    code = {"type": "string", "enum": ["ru", "en", "de"]}
+    # One code or a list of codes; no `uniqueItems` (grammars cannot express it; duplicates are dropped).
+    assert search["language"] == {"anyOf": [code, {"type": "array", "items": code, "minItems": 1, "maxItems": 3}]}
+    assert search["sort"]["enum"] == ["newest", "oldest"]
     assert search["dateFrom"]["pattern"] == search["dateTo"]["pattern"] == DATE_PATTERN
     assert "page" not in tools[2]["properties"]["arguments"]["properties"]  # the combined tool has no paging
     for good in ("2025-03-31", "1999-12-01", "2026-02-29"):

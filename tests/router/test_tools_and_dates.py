@@ -42,7 +42,11 @@ def test_registry_exposes_three_strict_tools() -> None:
     assert set(tools[SEARCH]["properties"]) == set(search_args_schema()["properties"])
     assert set(tools[ASK]["properties"]) == {"question", "language", "answerLanguage"}
     assert tools[ASK]["required"] == ["question"]
-    assert tools[ASK]["properties"]["language"]["enum"] == ["ru", "en", "de"]
+    # Every tool takes one code or a list of codes for the articles' language.
+    code = {"type": "string", "enum": ["ru", "en", "de"]}
+    for schema in tools.values():
+        assert schema["properties"]["language"]["anyOf"] == [
+            code, {"type": "array", "items": code, "minItems": 1, "maxItems": 3, "uniqueItems": True}]
     combined = tools[SEARCH_AND_ASK]
     assert "page" not in combined["properties"] and "pageSize" not in combined["properties"]
     assert {"text", "language", "dateFrom", "dateTo", "sort", "question", "answerLanguage"} == set(combined["properties"])
