@@ -180,7 +180,7 @@ class CallValidator:
         question contradicts it provably -- it names one language in the articles' role ("German
         articles", "статьи на немецком") or asks for all languages -- and then the question wins,
         listed as an adjustment. A mention in another role ("the German locale", "answer in
-        English") proves nothing; two languages named for the articles replace a single one. The question's own language sent by the model is
+        English", two languages) proves nothing. The question's own language sent by the model is
         the rule's default (a client's `language` replaces it, as when it is left out). A value that
         is not a language is left for the normalization to reject with its reason."""
         out = dict(args)
@@ -196,11 +196,6 @@ class CallValidator:
         if named is not None and named != sent:
             out["language"] = named
             return out, f"language {sent} replaced by {named}: the question asks for {_NAMES[named]} articles"
-        several = sorted(self.language_cues.several)
-        if len(several) >= 2:  # "the Russian and the German announcements": one code cannot be right
-            out["language"] = several
-            names = " and ".join(_NAMES[code] for code in several)
-            return out, f"language {sent} replaced by {'+'.join(several)}: the question asks for {names} articles"
         if self.language_cues.all_languages:
             out["language"] = None
             return out, f"language {sent} dropped: the question asks for articles in all languages"
