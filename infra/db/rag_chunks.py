@@ -129,13 +129,23 @@ async def invisible_indexed(conn: PoolOrConnection, collection: str) -> list[str
     return [r["localization_id"] for r in rows]
 
 
-# The question's lexemes per language, in that language's own configuration (stop words dropped,
-# words stemmed). Lexemes with a backslash are left out: tsquery quoting cannot hold them safely,
-# and no lexeme of a question needs one.
+# The question's words that are a stop word in *any* of the languages ("ist", "was", "и", "the"):
+# under another language's configuration they stay words, and being rare in that language's
+# chunks they would count among the question's rarest lexemes and push out the name it asks
+# about (a German question over English chunks, "Was ist Ruby::Box?", selected "ist").
+_STOP_WORDS = (
+    "SELECT coalesce(string_agg(w, ' '), '') AS text "
+    "FROM regexp_split_to_table(lower($2), '[[:space:][:punct:]]+') AS w WHERE w <> '' AND ("
+    + " OR ".join(f"to_tsvector('{cfg}', w) = ''::tsvector" for cfg in TS_CONFIG.values()) + ")"
+)
+# The question's lexemes per language, in that language's own configuration (every language's
+# stop words dropped, words stemmed). Lexemes with a backslash are left out: tsquery quoting
+# cannot hold them safely, and no lexeme of a question needs one.
 _TERMS = " UNION ALL ".join(
     f"SELECT '{lang}'::text AS language, x AS lexeme, quote_literal(x)::tsquery AS query, "  # noqa: S608 (constants)
     f"(quote_literal(x) || ':A')::tsquery AS in_title "
-    f"FROM unnest(tsvector_to_array(to_tsvector('{cfg}', $2))) AS x WHERE strpos(x, E'\\\\') = 0"
+    f"FROM unnest(tsvector_to_array(to_tsvector('{cfg}', $2))) AS x WHERE strpos(x, E'\\\\') = 0 "
+    f"AND NOT x = ANY(tsvector_to_array(to_tsvector('{cfg}', (SELECT text FROM stop_words))))"
     for lang, cfg in TS_CONFIG.items()
 )
 # Only the question's rarest lexemes (in the version's lexicon) per language select and score
@@ -165,7 +175,8 @@ async def lexical_search(
         raise ValueError(f"unsupported language filter {language!r}")
     rows = await conn.fetch(
         f"""
-        WITH terms AS MATERIALIZED ({_TERMS}),
+        WITH stop_words AS MATERIALIZED ({_STOP_WORDS}),
+        terms AS MATERIALIZED ({_TERMS}),
         weighted AS MATERIALIZED (
             SELECT t.language, t.query, t.in_title,
                    ln(1 + (total.ndoc + 0.5) / (s.ndoc + 0.5)) AS idf,
