@@ -3,9 +3,10 @@
 Measured with a 1.5B model (docs/router.md): it picks a tool and names a topic well enough, but
 it fills filters badly -- it invents date ranges, cannot do date arithmetic, copies an example's
 `sort` -- and every argument it writes costs generation time. So the model writes the tool and
-the topic; code fills what the question itself names, read by the deterministic router's
-extractors (`router.fallback.read_question`): the dates, `sort`, an answer language asked for,
-and the question for the answering tools. The articles' `language` is set by the gateway, as for
+the topic; code fills what the question itself names, read by the question reader
+(`router.reader`, through `router.fallback.read_question`): the period, `sort`, an answer
+language asked for, and the question for the answering tools. A period cue the reader could not
+read is asked of the model in a closed schema first (`router.period_question`, run by the service). The articles' `language` is set by the gateway, as for
 every call. What code reads wins over what a model sent; what code does not read stays the
 model's and is validated like any argument.
 """
