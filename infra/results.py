@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any, Literal, TypeAlias, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 from infra.status import ResultStatus, ResultType
@@ -97,6 +104,16 @@ class ArticlesPage(WireModel):
     page: int
     page_size: int
     total_pages: int
+    # How the search had to relax its text to find these (e.g. not all of its words in any
+    # article); the result's `search.adjustments` repeats them. On the wire only when there are some.
+    adjustments: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_adjustments(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.adjustments:
+            data.pop("adjustments", None)
+        return data
 
 
 class Source(WireModel):

@@ -43,6 +43,7 @@ TEXT_MAX_CHARS = 256  # longer text is cut at a word boundary and reported
 MAX_PAGE = 100_000  # keeps OFFSET far from overflow; pages past the last one are simply empty
 FALLBACK_MIN_TERM = 3  # a trigram index needs three characters to narrow anything down
 FALLBACK_MAX_TERMS = 8
+RELAX_MAX_WORDS = 8  # the relaxed search counts each word once: a bounded number of index lookups
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 LANGUAGE_ERROR = "language_code"  # the pydantic error type of a bad language filter
@@ -253,6 +254,39 @@ def fallback_terms(text: str) -> list[str]:
     return terms[:FALLBACK_MAX_TERMS]
 
 
+def relax_words(text: str) -> list[str]:
+    """The words of a text the relaxed search may match one by one (web-search operators left out)."""
+    words: list[str] = []
+    seen: set[str] = set()
+    for token in text.split():
+        word = _trim_punctuation(token)
+        if not word or token.startswith("-") or word.casefold() == "or" or word.casefold() in seen:
+            continue
+        seen.add(word.casefold())
+        words.append(word)
+    return words[:RELAX_MAX_WORDS]
+
+
+async def relaxed_match(
+    conn: asyncpg.Connection, flt: search_db.SearchFilter, text: str
+) -> tuple[search_db.AnyWordsMatch, str] | None:
+    """When no article holds all of a text's words: the words some article of the filter holds
+    (the others are dropped), to be ranked by how many each article holds, and the note that
+    says so. None when the text has one word, or none of its words occurs."""
+    words = relax_words(text)
+    if len(words) < 2:
+        return None
+    counts = await search_db.count_words(conn, flt, words)
+    present = [word for word, count in zip(words, counts, strict=True) if count]
+    if not present:
+        return None
+    shown = " or ".join(f"'{word}'" for word in present)
+    note = f"no article has all of '{text}'; showing those with {shown}"
+    if len(present) > 1:
+        note += " (most of these words first)"
+    return search_db.AnyWordsMatch(present), note
+
+
 def _trim_punctuation(word: str) -> str:
     start, end = 0, len(word)
     while start < end and not word[start].isalnum():
@@ -296,6 +330,7 @@ async def search_articles(pool_or_conn: search_db.PoolOrConnection, query: Norma
             return rows, 0
         return rows, await search_db.count_matches(conn, flt, match)
 
+    notes: list[str] = []
     async with search_db.snapshot(pool_or_conn) as conn:
         if not query.text:
             rows, total = await page_of(conn, None)
@@ -304,6 +339,10 @@ async def search_articles(pool_or_conn: search_db.PoolOrConnection, query: Norma
             terms = fallback_terms(query.text) if total == 0 else []
             if terms:
                 rows, total = await page_of(conn, search_db.PartialMatch(terms))
+            relaxed = await relaxed_match(conn, flt, query.text) if total == 0 else None
+            if relaxed is not None:
+                rows, total = await page_of(conn, relaxed[0])
+                notes.append(relaxed[1])
     items = [
         SearchItem(
             id=row["id"],
@@ -323,4 +362,5 @@ async def search_articles(pool_or_conn: search_db.PoolOrConnection, query: Norma
         page=query.page,
         page_size=query.page_size,
         total_pages=-(-total // query.page_size),
+        adjustments=notes,
     )

@@ -18,10 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from router.fallback import QuestionReading
+from router.language import detect_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, TOPIC_FIELD
 
 _WORD = re.compile(r"\S+")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+_PUNCTUATION = ".,:;!?\"'«»„“”()[]"
 
 
 def _without_dates(topic: str, phrase: str) -> str:
@@ -30,6 +32,21 @@ def _without_dates(topic: str, phrase: str) -> str:
     dated = {w.casefold() for w in _WORD.findall(phrase)}
     kept = [w for w in _WORD.findall(topic) if w.casefold() not in dated and not _YEAR.match(w.strip(".,"))]
     return " ".join(kept)
+
+
+def _topic_in_articles_language(topic: str, reading: QuestionReading, own: str | None) -> str:
+    """The question's own content words instead of a topic the model translated away from the
+    articles' language (an English topic for Russian posts finds nothing in them): only when the
+    topic has words the question lacks, in another language, and the question's words are in the
+    articles' language. Names the model copied ("Ruby", "REXML") are no reason to swap."""
+    material = reading.language
+    if not isinstance(material, str) or not own:
+        return topic
+    asked = {w.strip(_PUNCTUATION).casefold() for w in _WORD.findall(reading.text)}
+    added = " ".join(w for w in _WORD.findall(topic) if w.strip(_PUNCTUATION).casefold() not in asked)
+    if added and detect_language(added) != material and detect_language(own) == material:
+        return own
+    return topic
 
 
 def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReading) -> tuple[str, dict[str, Any]]:
@@ -44,6 +61,9 @@ def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReadi
         # SearchArticles lists and answers nothing: "find … and explain", "… answer in German".
         tool = SEARCH_AND_ASK
     if tool in (SEARCH, SEARCH_AND_ASK):
+        if isinstance(args.get(TOPIC_FIELD), str):
+            own = reading.keywords(drop_ask_words=tool == SEARCH_AND_ASK)
+            args[TOPIC_FIELD] = _topic_in_articles_language(args[TOPIC_FIELD], reading, own)
         if reading.dates is not None and isinstance(args.get(TOPIC_FIELD), str):
             args[TOPIC_FIELD] = _without_dates(args[TOPIC_FIELD], reading.dates.phrase)
         if not str(args.get(TOPIC_FIELD) or "").strip():

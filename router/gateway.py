@@ -7,6 +7,7 @@ that is allowed, what exactly runs (the normalized arguments) and records both.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -390,7 +391,7 @@ class Gateway:
             return QuestionResult(
                 result_type=ResultType.SEARCH,
                 status=ResultStatus.ANSWERED if page.items else ResultStatus.NO_RESULTS,
-                articles=page, search=call.search, tool=SEARCH,
+                articles=page, search=_executed(call.search, page), tool=SEARCH,
                 message=None if page.items else _NO_ARTICLES,
             )
         assert call.question is not None and call.answer_language is not None
@@ -402,6 +403,8 @@ class Gateway:
             return _answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
         assert call.search is not None
         page = await self.executor.search(call.search, deadline=deadline)
+        call = dataclasses.replace(call, search=_executed(call.search, page))  # its scope: the relaxed page
+        assert call.question is not None and call.answer_language is not None
         ids = [item.id for item in page.items]
         if not ids:
             # An empty scope answers "nothing found"; it never widens to the whole collection.
@@ -416,6 +419,12 @@ class Gateway:
             scope=ids, scope_truncated=truncated, job_id=self.audit.job_id,
         ), deadline=deadline)
         return _answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
+
+
+def _executed(search: NormalizedSearch, page: ArticlesPage) -> NormalizedSearch:
+    """The search as it ran: with what the execution relaxed (a page's own notes) in its adjustments."""
+    notes = [note for note in page.adjustments if note not in search.adjustments]
+    return search.model_copy(update={"adjustments": [*search.adjustments, *notes]}) if notes else search
 
 
 def _empty_result(call: ValidatedCall, reason: str) -> QuestionResult:
