@@ -189,7 +189,7 @@ async def measure(pool: asyncpg.Pool, records: list[ArticleRecord], n: int) -> d
         word = q["text"]
         match = search_db.PartialMatch(fallback_terms(word[: max(4, len(word) - 2)]))
         flt = search_db.SearchFilter(
-            language=q["language"],
+            languages=[q["language"]] if q["language"] else None,
             created_from=datetime.fromisoformat(q["dateFrom"]).replace(tzinfo=UTC),
             created_before=datetime.fromisoformat(q["dateTo"]).replace(tzinfo=UTC) + timedelta(days=1),
         )

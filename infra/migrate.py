@@ -37,6 +37,3 @@ def upgrade(dsn: str, revision: str = "head") -> None:
         reason = getattr(exc, "orig", None) or exc
         raise ConfigError(f"cannot migrate the database at {redact(dsn)}: {reason}") from exc
 
-
-def current_heads(dsn: str) -> None:
-    command.current(alembic_config(dsn))

@@ -6,10 +6,18 @@ Field names are camelCase on the wire.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeAlias, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 from infra.status import ResultStatus, ResultType
@@ -17,6 +25,38 @@ from infra.status import ResultStatus, ResultType
 Language = Literal["ru", "en", "de"]  # Turnout's languages: defined here only
 LANGUAGES: tuple[Language, ...] = get_args(Language)
 Sort = Literal["newest", "oldest"]
+# The articles' language filter: one code, or several distinct codes (sorted, two or more).
+LanguageFilter: TypeAlias = Language | list[Language]
+
+
+def normalize_language_filter(value: object) -> LanguageFilter | None:
+    """A language filter in its one normal form: case and spaces folded, duplicates dropped, the
+    codes sorted, a single code as a plain string; ``None`` or an empty list means no filter.
+    Raises ``ValueError`` naming the bad code (or the bad type)."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        raise ValueError(f"language must be a code or a list of codes ({', '.join(LANGUAGES)}), got {value!r}")
+    codes: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"language codes must be strings ({', '.join(LANGUAGES)}), got {item!r}")
+        code = item.strip().casefold()
+        if code not in LANGUAGES:
+            raise ValueError(f"language {code!r} is not supported; use one of {', '.join(LANGUAGES)}")
+        codes.add(code)
+    ordered: list[Language] = sorted(codes)  # type: ignore[arg-type]  # each one checked above
+    if not ordered:
+        return None
+    return ordered[0] if len(ordered) == 1 else ordered
+
+
+def language_codes(value: str | Sequence[str] | None) -> list[str] | None:
+    """The codes a language filter allows, as a list (None: every language)."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
 
 
 class WireModel(BaseModel):
@@ -30,13 +70,19 @@ class NormalizedSearch(WireModel):
     """The search filters actually executed (after validation, clamping and defaults)."""
 
     text: str | None = None
-    language: Language | None = None
+    language: LanguageFilter | None = None
     date_from: date | None = None
     date_to: date | None = None
     sort: Sort = "newest"
     page: int = 1
     page_size: int = 20
     adjustments: list[str] = Field(default_factory=list)  # e.g. "pageSize 51 clamped to 50"
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _one_normal_form(cls, value: Any) -> Any:
+        # Also for a payload read back (a page request, a task message): one filter, one form.
+        return normalize_language_filter(value)
 
 
 class SearchItem(WireModel):
@@ -58,6 +104,16 @@ class ArticlesPage(WireModel):
     page: int
     page_size: int
     total_pages: int
+    # How the search had to relax its text to find these (e.g. not all of its words in any
+    # article); the result's `search.adjustments` repeats them. On the wire only when there are some.
+    adjustments: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_adjustments(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not self.adjustments:
+            data.pop("adjustments", None)
+        return data
 
 
 class Source(WireModel):

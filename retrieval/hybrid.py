@@ -91,7 +91,7 @@ async def retrieve(
     version: CollectionVersion,
     question: str,
     *,
-    language: str | None,
+    language: str | Sequence[str] | None,  # a code, several codes, or None (every language)
     scope: Sequence[str] | None,
     config: RetrievalConfig,
     deadline: float | None = None,

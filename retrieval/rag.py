@@ -37,7 +37,7 @@ from infra.db.audit import AuditEvent, insert_audit_events
 from infra.db.collections import CollectionVersion, active_version, get_version
 from infra.db.rag_sources import visible_sources
 from infra.llm import create_llm_client
-from infra.results import Language, Source, Usage
+from infra.results import Language, LanguageFilter, Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore, VectorStoreError, process_vector_store
@@ -107,7 +107,7 @@ class RagRequest(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     question: str = Field(min_length=1, max_length=10_000)
-    language: Language | None = None
+    language: LanguageFilter | None = None  # one code or several (the articles' languages)
     answer_language: Language
     scope: list[str] | None = None
     scope_truncated: bool = False
@@ -181,7 +181,7 @@ async def answer_question(
     ctx: RagContext,
     *,
     question: str,
-    language: str | None,
+    language: str | Sequence[str] | None,
     answer_language: str,
     scope: Sequence[str] | None,
     scope_truncated: bool = False,
@@ -222,7 +222,7 @@ async def answer_question(
 @dataclass(frozen=True)
 class _AuditNote:
     job_id: str | None
-    language: str | None
+    language: str | Sequence[str] | None
     scope: list[str] | None
 
 
@@ -316,8 +316,8 @@ def _no_results(answer_language: str, message: str) -> RagOutcome:
 
 
 async def _audit(
-    ctx: RagContext, job_id: str, call: ModelCall, check: AnswerCheck | None, *, language: str | None,
-    answer_language: str, scope: list[str] | None,
+    ctx: RagContext, job_id: str, call: ModelCall, check: AnswerCheck | None, *,
+    language: str | Sequence[str] | None, answer_language: str, scope: list[str] | None,
 ) -> None:
     try:
         # The answer LLM call's model, tokens and latency, so ops metrics count RAG tokens too.

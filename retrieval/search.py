@@ -22,9 +22,18 @@ from typing import Any
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from infra.db import search as search_db
-from infra.results import LANGUAGES, ArticlesPage, NormalizedSearch, SearchItem
+from infra.results import (
+    LANGUAGES,
+    ArticlesPage,
+    LanguageFilter,
+    NormalizedSearch,
+    SearchItem,
+    language_codes,
+    normalize_language_filter,
+)
 from infra.settings import Limits
 from infra.text import squash_controls
 from infra.validation import first_error
@@ -34,8 +43,32 @@ TEXT_MAX_CHARS = 256  # longer text is cut at a word boundary and reported
 MAX_PAGE = 100_000  # keeps OFFSET far from overflow; pages past the last one are simply empty
 FALLBACK_MIN_TERM = 3  # a trigram index needs three characters to narrow anything down
 FALLBACK_MAX_TERMS = 8
+RELAX_MAX_WORDS = 8  # the relaxed search counts each word once: a bounded number of index lookups
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+LANGUAGE_ERROR = "language_code"  # the pydantic error type of a bad language filter
+
+LANGUAGE_DESCRIPTION = (
+    "Language of the articles: ru, en or de, or a list of them (e.g. [\"de\", \"en\"]) when the user names "
+    "several. Set it only when the user names one; omitted, the router searches the question's language "
+    "(every language when the user asks for all)."
+)
+
+
+def language_filter_schema(description: str) -> dict[str, Any]:
+    """JSON Schema of a language filter: one code, or a list of distinct codes."""
+    code = {"type": "string", "enum": list(LANGUAGES)}
+    several = {"type": "array", "items": code, "minItems": 1, "maxItems": len(LANGUAGES), "uniqueItems": True}
+    return {"description": description, "anyOf": [code, several]}
+
+
+def check_language_filter(value: Any) -> LanguageFilter | None:
+    """``normalize_language_filter`` as a pydantic validator: a bad code is a ``language_code``
+    error whose message names it."""
+    try:
+        return normalize_language_filter(value)
+    except ValueError as exc:
+        raise PydanticCustomError(LANGUAGE_ERROR, str(exc)) from None
 
 
 class SearchArgs(BaseModel):
@@ -46,12 +79,7 @@ class SearchArgs(BaseModel):
     text: StrictStr | None = Field(
         None, description="Words to find in title, summary and body; omit to list by filters only."
     )
-    language: StrictStr | None = Field(
-        None,
-        description="Language of the articles: ru, en or de. Set it only when the user names one; omitted, "
-        "the router searches the question's language (every language when the user asks for all).",
-        json_schema_extra={"enum": list(LANGUAGES)},
-    )
+    language: LanguageFilter | None = Field(None, description=LANGUAGE_DESCRIPTION)
     date_from: StrictStr | None = Field(
         None,
         alias="dateFrom",
@@ -70,10 +98,15 @@ class SearchArgs(BaseModel):
     page: StrictInt | None = Field(None, description="Page number, 1 or more (default 1).")
     page_size: StrictInt | None = Field(None, alias="pageSize", description="Items per page.")
 
-    @field_validator("language", "sort", mode="before")
+    @field_validator("sort", mode="before")
     @classmethod
     def _fold_case(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language_filter(cls, value: Any) -> LanguageFilter | None:
+        return check_language_filter(value)
 
 
 class SearchArgumentError(ValueError):
@@ -100,6 +133,7 @@ def search_args_schema(limits: Limits | None = None) -> dict[str, Any]:
         clean = {k: v for k, v in variants[0].items() if k != "title"}
         clean.update({k: v for k, v in prop.items() if k not in ("anyOf", "title", "default")})
         properties[name] = clean
+    properties["language"] = language_filter_schema(LANGUAGE_DESCRIPTION)
     properties["pageSize"]["description"] = (
         f"Items per page: default {limits.page_size_default}, at most {limits.page_size_max}."
     )
@@ -112,6 +146,8 @@ def _field_error(exc: ValidationError) -> SearchArgumentError:
     if first["type"] == "extra_forbidden":
         allowed = ", ".join(f.alias or name for name, f in SearchArgs.model_fields.items())
         return SearchArgumentError(field, f"unknown argument {field!r}; allowed: {allowed}")
+    if first["type"] == LANGUAGE_ERROR:
+        return SearchArgumentError(field, first["msg"])
     if first["type"] in ("int_type", "int_from_float"):
         return SearchArgumentError(field, f"{field} must be an integer, got {got!r}")
     if first["type"] == "string_type":
@@ -167,10 +203,6 @@ def normalize_search(raw: Mapping[str, Any], *, limits: Limits, today: date) -> 
     except ValidationError as exc:
         raise _field_error(exc) from None
 
-    if args.language is not None and args.language not in LANGUAGES:
-        raise SearchArgumentError(
-            "language", f"language {args.language!r} is not supported; use one of {', '.join(LANGUAGES)}"
-        )
     if args.sort is not None and args.sort not in SORTS:
         raise SearchArgumentError("sort", f"sort {args.sort!r} is not supported; use newest or oldest")
 
@@ -222,6 +254,39 @@ def fallback_terms(text: str) -> list[str]:
     return terms[:FALLBACK_MAX_TERMS]
 
 
+def relax_words(text: str) -> list[str]:
+    """The words of a text the relaxed search may match one by one (web-search operators left out)."""
+    words: list[str] = []
+    seen: set[str] = set()
+    for token in text.split():
+        word = _trim_punctuation(token)
+        if not word or token.startswith("-") or word.casefold() == "or" or word.casefold() in seen:
+            continue
+        seen.add(word.casefold())
+        words.append(word)
+    return words[:RELAX_MAX_WORDS]
+
+
+async def relaxed_match(
+    conn: asyncpg.Connection, flt: search_db.SearchFilter, text: str
+) -> tuple[search_db.AnyWordsMatch, str] | None:
+    """When no article holds all of a text's words: the words some article of the filter holds
+    (the others are dropped), to be ranked by how many each article holds, and the note that
+    says so. None when the text has one word, or none of its words occurs."""
+    words = relax_words(text)
+    if len(words) < 2:
+        return None
+    counts = await search_db.count_words(conn, flt, words)
+    present = [word for word, count in zip(words, counts, strict=True) if count]
+    if not present:
+        return None
+    shown = " or ".join(f"'{word}'" for word in present)
+    note = f"no article has all of '{text}'; showing those with {shown}"
+    if len(present) > 1:
+        note += " (most of these words first)"
+    return search_db.AnyWordsMatch(present), note
+
+
 def _trim_punctuation(word: str) -> str:
     start, end = 0, len(word)
     while start < end and not word[start].isalnum():
@@ -241,7 +306,7 @@ def search_filter(query: NormalizedSearch) -> search_db.SearchFilter:
     if query.date_to is not None and query.date_to < date.max:
         before = _day_start(query.date_to + timedelta(days=1))
     return search_db.SearchFilter(
-        language=query.language,
+        languages=language_codes(query.language),
         created_from=_day_start(query.date_from) if query.date_from is not None else None,
         created_before=before,
         newest_first=query.sort == "newest",
@@ -265,6 +330,7 @@ async def search_articles(pool_or_conn: search_db.PoolOrConnection, query: Norma
             return rows, 0
         return rows, await search_db.count_matches(conn, flt, match)
 
+    notes: list[str] = []
     async with search_db.snapshot(pool_or_conn) as conn:
         if not query.text:
             rows, total = await page_of(conn, None)
@@ -273,6 +339,10 @@ async def search_articles(pool_or_conn: search_db.PoolOrConnection, query: Norma
             terms = fallback_terms(query.text) if total == 0 else []
             if terms:
                 rows, total = await page_of(conn, search_db.PartialMatch(terms))
+            relaxed = await relaxed_match(conn, flt, query.text) if total == 0 else None
+            if relaxed is not None:
+                rows, total = await page_of(conn, relaxed[0])
+                notes.append(relaxed[1])
     items = [
         SearchItem(
             id=row["id"],
@@ -292,4 +362,5 @@ async def search_articles(pool_or_conn: search_db.PoolOrConnection, query: Norma
         page=query.page,
         page_size=query.page_size,
         total_pages=-(-total // query.page_size),
+        adjustments=notes,
     )

@@ -3,9 +3,10 @@
 Measured with a 1.5B model (docs/router.md): it picks a tool and names a topic well enough, but
 it fills filters badly -- it invents date ranges, cannot do date arithmetic, copies an example's
 `sort` -- and every argument it writes costs generation time. So the model writes the tool and
-the topic; code fills what the question itself names, read by the deterministic router's
-extractors (`router.fallback.read_question`): the dates, `sort`, an answer language asked for,
-and the question for the answering tools. The articles' `language` is set by the gateway, as for
+the topic; code fills what the question itself names, read by the question reader
+(`router.reader`, through `router.fallback.read_question`): the period, `sort`, an answer
+language asked for, and the question for the answering tools. A period cue the reader could not
+read is asked of the model in a closed schema first (`router.period_question`, run by the service). The articles' `language` is set by the gateway, as for
 every call. What code reads wins over what a model sent; what code does not read stays the
 model's and is validated like any argument.
 """
@@ -17,10 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from router.fallback import QuestionReading
+from router.language import detect_language
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, TOPIC_FIELD
 
 _WORD = re.compile(r"\S+")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+_PUNCTUATION = ".,:;!?\"'«»„“”()[]"
 
 
 def _without_dates(topic: str, phrase: str) -> str:
@@ -29,6 +32,21 @@ def _without_dates(topic: str, phrase: str) -> str:
     dated = {w.casefold() for w in _WORD.findall(phrase)}
     kept = [w for w in _WORD.findall(topic) if w.casefold() not in dated and not _YEAR.match(w.strip(".,"))]
     return " ".join(kept)
+
+
+def _topic_in_articles_language(topic: str, reading: QuestionReading, own: str | None) -> str:
+    """The question's own content words instead of a topic the model translated away from the
+    articles' language (an English topic for Russian posts finds nothing in them): only when the
+    topic has words the question lacks, in another language, and the question's words are in the
+    articles' language. Names the model copied ("Ruby", "REXML") are no reason to swap."""
+    material = reading.language
+    if not isinstance(material, str) or not own:
+        return topic
+    asked = {w.strip(_PUNCTUATION).casefold() for w in _WORD.findall(reading.text)}
+    added = " ".join(w for w in _WORD.findall(topic) if w.strip(_PUNCTUATION).casefold() not in asked)
+    if added and detect_language(added) != material and detect_language(own) == material:
+        return own
+    return topic
 
 
 def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReading) -> tuple[str, dict[str, Any]]:
@@ -43,6 +61,9 @@ def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReadi
         # SearchArticles lists and answers nothing: "find … and explain", "… answer in German".
         tool = SEARCH_AND_ASK
     if tool in (SEARCH, SEARCH_AND_ASK):
+        if isinstance(args.get(TOPIC_FIELD), str):
+            own = reading.keywords(drop_ask_words=tool == SEARCH_AND_ASK)
+            args[TOPIC_FIELD] = _topic_in_articles_language(args[TOPIC_FIELD], reading, own)
         if reading.dates is not None and isinstance(args.get(TOPIC_FIELD), str):
             args[TOPIC_FIELD] = _without_dates(args[TOPIC_FIELD], reading.dates.phrase)
         if not str(args.get(TOPIC_FIELD) or "").strip():

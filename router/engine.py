@@ -57,6 +57,8 @@ class EngineRequest:
     deadline: float  # time.monotonic() instant; no attempt starts after it
     # Called before every HTTP attempt with the estimated tokens (the shared rate limiter).
     before_attempt: Callable[[int], Awaitable[None]] | None = None
+    # A closed schema for one value instead of the tool decision (json_schema mode): the answer is its text.
+    response_format: dict[str, Any] | None = None
 
 
 @dataclass
@@ -182,7 +184,9 @@ class OpenAIEngine:
         kwargs: dict[str, Any] = {
             "model": self.model, "messages": messages, "max_tokens": request.max_output_tokens, "temperature": 0,
         }
-        if self.mode is LLMMode.TOOLS:
+        if request.response_format is not None:
+            kwargs.update(response_format=request.response_format)
+        elif self.mode is LLMMode.TOOLS:
             kwargs.update(tools=self._tools, tool_choice="auto", parallel_tool_calls=False)
         else:
             kwargs.update(response_format=self._decision_format)
@@ -210,9 +214,9 @@ class OpenAIEngine:
         except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
             raise LLMRejected(f"the LLM's response was not a valid completion: {_short(str(exc))}") from exc
         latency_ms = (time.monotonic() - started) * 1000
-        return self._parse(completion, latency_ms, attempts)
+        return self._parse(completion, latency_ms, attempts, value_only=request.response_format is not None)
 
-    def _parse(self, completion: Any, latency_ms: float, attempts: int) -> EngineResponse:
+    def _parse(self, completion: Any, latency_ms: float, attempts: int, *, value_only: bool = False) -> EngineResponse:
         if not getattr(completion, "choices", None):
             raise LLMRejected("the LLM's response had no choices")
         choice = completion.choices[0]
@@ -228,6 +232,8 @@ class OpenAIEngine:
             model=getattr(completion, "model", None) or self.model,
             attempts=attempts,
         )
+        if value_only:
+            return response
         if self.mode is LLMMode.JSON_SCHEMA:
             self._parse_decision(response, completion.id or "json")
             return response

@@ -12,7 +12,9 @@ ERROR-correction rounds) but nothing is executed. Scoring, per case:
 - fields: every argument of the expected tool, on the normalized arguments. Free text
   (`text`, `question`) matches when each expected key term starts a word of the value
   (case-insensitive: "Zertifikat" matches "Zertifikate"); other fields match exactly
-  (omitted = the default); a label may list acceptable alternatives;
+  (omitted = the default); a label may list acceptable alternatives; a `language` label of
+  two or more sorted codes joined by "+" ("de+ru") matches a list of exactly those languages
+  in any order;
 - date bounds: both dateFrom and dateTo right, over the cases whose label has a date;
 - language: the `language` field (the articles' language) right, over the cases with a tool;
 - refusals: refused when a refusal was expected, and refused when a tool was expected.
@@ -99,6 +101,7 @@ def load_cases(path: Path, *, split: str | None = None) -> list[EvalCase]:
             unknown = set(arguments) - set(FIELDS.get(tool, ()))
             if unknown:
                 raise ValueError(f"arguments {sorted(unknown)} are not fields of {tool}")
+            _check_language_label(arguments.get("language"))
             case = EvalCase(
                 id=str(data["id"]), question=str(data["question"]), today=date.fromisoformat(data["today"]),
                 expected_tool=tool, expected_arguments=arguments, answer_language=data.get("answerLanguage"),
@@ -118,6 +121,25 @@ def load_cases(path: Path, *, split: str | None = None) -> list[EvalCase]:
     return cases
 
 
+def _check_language_label(label: Any) -> None:
+    """A `language` label is a code, None, or sorted codes joined by "+" ("de+ru"); or a list of those."""
+    for option in label if isinstance(label, list) else [label]:
+        if option is None:
+            continue
+        codes = str(option).split("+")
+        if not set(codes) <= set(LANGUAGE_TAGS) or codes != sorted(set(codes)):
+            raise ValueError(f"language label {option!r} is not a code or sorted codes joined by '+' (\"de+ru\")")
+
+
+def _language_set(value: Any) -> frozenset[str] | None:
+    """A language value as a set of codes: "de+ru" and ["ru", "de"] are the same two languages."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return frozenset(str(v) for v in value)
+    return frozenset(str(value).split("+"))
+
+
 def _words(value: Any) -> list[str]:
     return [w.casefold() for w in _WORD.findall(str(value))] if value is not None else []
 
@@ -130,6 +152,8 @@ def field_matches(name: str, expected: Any, actual: Any) -> bool:
             return actual is None
         words = _words(actual)
         return all(any(w.startswith(term) for w in words) for term in _words(expected))
+    if name == "language":
+        return _language_set(expected) == _language_set(actual)
     default = DEFAULTS.get(name)
     return (expected if expected is not None else default) == (actual if actual is not None else default)
 
@@ -154,6 +178,8 @@ class CaseResult:
     rounds: int = 0
     refused: bool = False  # no tool decided (a refusal, or a failure without a tool)
     routed_by: str = "llm"  # "fallback": the deterministic rules decided (no usable call, or code read no request)
+    gate: str | None = None  # the request gate's refusal class (None: it passed the message on)
+    coverage: float | None = None  # the gate's relevance signal, when it was measured
 
 
 def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseResult:
@@ -170,7 +196,8 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         output_tokens=decision.usage.output_tokens, arguments=decision.arguments,
         error=f"{decision.error}: {decision.message}" if decision.error else None, tags=case.tags,
         question_language=case.question_language, rounds=decision.rounds, refused=decision.tool is None,
-        routed_by=decision.routed_by,
+        routed_by=decision.routed_by, gate=decision.gate.refused if decision.gate else None,
+        coverage=decision.gate.coverage.together if decision.gate and decision.gate.coverage else None,
     )
 
 
@@ -205,6 +232,9 @@ def _core(results: Sequence[CaseResult]) -> dict[str, Any]:
         "refusals": {
             "correct": _ratio(sum(r.refused for r in expected_refusal), len(expected_refusal)),
             "wrong": sum(r.refused for r in expected_tool),  # refused (or failed) where a tool was due
+            # the same as a share of the questions that expected a tool (the bar: at most 1 %)
+            "falseRefusals": _ratio(sum(r.refused for r in expected_tool), len(expected_tool)),
+            "byGate": {kind: sum(r.gate == kind for r in results) for kind in sorted({r.gate for r in results if r.gate})},
         },
     }
 
@@ -292,6 +322,35 @@ def _pct(ratio: dict[str, Any]) -> str:
     return f"{ratio['accuracy'] * 100:5.1f}%  ({ratio['correct']}/{ratio['total']})"
 
 
+# The classes the question reader is judged by (issue 22), each with its subtags in the set.
+_ROLE_SUBTAGS = frozenset({"answer-vs-articles", "two-languages", "all-languages", "retell", "client-language"})
+CLASSES: dict[str, Callable[[str], bool]] = {
+    "period": lambda tag: tag.startswith("p-"),
+    "order": lambda tag: False,
+    "language-role": lambda tag: tag in _ROLE_SUBTAGS,
+}
+
+
+def class_rows(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, group) per class present in the run, each followed by its subtags (indented)."""
+    by_tag = summary["byTag"]
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for name, is_subtag in CLASSES.items():
+        if name in by_tag:
+            rows.append((name, by_tag[name]))
+            rows.extend((f"  {tag}", group) for tag, group in by_tag.items() if is_subtag(tag))
+    return rows
+
+
+def _class_lines(summary: dict[str, Any]) -> list[str]:
+    rows = class_rows(summary)
+    if not rows:
+        return []
+    return ["per class (tool | all args | dates | language):", *(
+        f"  {name:<24} {_pct(g['toolAccuracy'])} | {_pct(g['exactAccuracy'])} | {_pct(g['dateBoundAccuracy'])} | "
+        f"{_pct(g['languageAccuracy'])}" for name, g in rows)]
+
+
 def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
     s = report.summary
     lines = [
@@ -301,11 +360,14 @@ def render_text(report: EvalReport, *, show_misses: bool = True) -> str:
         f"exact (tool+all args)  {_pct(s['exactAccuracy'])}",
         f"date-bound accuracy    {_pct(s['dateBoundAccuracy'])}",
         f"language accuracy      {_pct(s['languageAccuracy'])}",
-        f"refusals               {_pct(s['refusals']['correct'])}, wrong refusals {s['refusals']['wrong']}",
+        f"refusals (no-tool)     {_pct(s['refusals']['correct'])}",
+        f"false refusals         {_pct(s['refusals']['falseRefusals'])} of the questions that expected a tool",
+        "refused by the gate: " + (", ".join(f"{k} {v}" for k, v in s["refusals"]["byGate"].items()) or "none"),
         "argument accuracy per field:",
         *(f"  {name:<15} {_pct(ratio)}" for name, ratio in s["fieldAccuracy"].items()),
         "tool accuracy per tag:",
         *(f"  {tag:<15} {_pct(ratio)}" for tag, ratio in s["toolAccuracyByTag"].items()),
+        *_class_lines(s),
         "latency ms: " + ", ".join(f"{k} {v}" for k, v in s["latencyMs"].items()),
         f"LLM calls: {s['llmCalls']}   tokens: in {s['tokens']['input']}, out {s['tokens']['output']}, "
         f"total {s['tokens']['total']}",
@@ -330,7 +392,7 @@ def _cell(ratio: dict[str, Any]) -> str:
 def render_markdown(reports: Sequence[EvalReport]) -> str:
     """One row per report (model x mode x split), then one row per question language of each."""
     head = (
-        "| model | mode | split | group | cases | tool | all args | dates | language | refusals | "
+        "| model | mode | split | group | cases | tool | all args | dates | language | refusals | false refusals | "
         "p50 ms | p95 ms | rounds/q | prompt tok/q | output tok/q | decided by the rules |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -344,6 +406,7 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
                 f"| {report.model} | {report.mode} | {report.split or '-'} | {name} | {g['cases']} | "
                 f"{_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | {_cell(g['dateBoundAccuracy'])} | "
                 f"{_cell(g['languageAccuracy'])} | {_cell(g['refusals']['correct'])} | "
+                f"{_cell(g['refusals']['falseRefusals'])} | "
                 f"{lat['p50'] if lat else ''} | {lat['p95'] if lat else ''} | "
                 f"{per_q['rounds'] if per_q else ''} | {per_q['promptTokens'] if per_q else ''} | "
                 f"{per_q['outputTokens'] if per_q else ''} | "
@@ -353,11 +416,16 @@ def render_markdown(reports: Sequence[EvalReport]) -> str:
 
 
 def render_tag_markdown(report: EvalReport) -> str:
-    """Per tag: tool, all-argument, date and language accuracy."""
-    lines = ["| tag | cases | tool | all args | dates | language |", "|---|---|---|---|---|---|"]
-    for tag, g in report.summary["byTag"].items():
+    """Per class (period, order, language role, with their subtags), then per tag: tool,
+    all-argument, date and language accuracy, refusals."""
+    lines = ["| tag | cases | tool | all args | dates | language | refused (no-tool) | false refusals |",
+             "|---|---|---|---|---|---|---|---|"]
+    classes = [(f"**{name}**" if not name.startswith(" ") else f"↳ {name.strip()}", g)
+               for name, g in class_rows(report.summary)]
+    for tag, g in [*classes, *report.summary["byTag"].items()]:
         lines.append(
             f"| {tag} | {g['cases']} | {_cell(g['toolAccuracy'])} | {_cell(g['exactAccuracy'])} | "
-            f"{_cell(g['dateBoundAccuracy'])} | {_cell(g['languageAccuracy'])} |"
+            f"{_cell(g['dateBoundAccuracy'])} | {_cell(g['languageAccuracy'])} | "
+            f"{_cell(g['refusals']['correct'])} | {_cell(g['refusals']['falseRefusals'])} |"
         )
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
 
-from infra.results import ArticlesPage, Language, NormalizedSearch
+from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch
 
 if TYPE_CHECKING:
     from retrieval.rag import RagContext, RagOutcome
@@ -37,7 +37,7 @@ class AskCall:
     a page; ``job_id`` audits the answer call under the job."""
 
     question: str
-    language: Language | None
+    language: LanguageFilter | None  # one code or several; None: every language
     answer_language: Language
     scope: Sequence[str] | None = None
     scope_truncated: bool = False

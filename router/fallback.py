@@ -1,7 +1,8 @@
 """The degraded, deterministic route: used when no LLM is configured or the LLM keeps failing.
 
 No model: the question's language comes from lingua, the articles' language from the seed's
-rule (`router.material_language`), dates from `router.dates` (parsed in code), the intent from
+rule (`router.material_language`), the period, order and language cues from the question reader
+(`router.reader`), the intent from
 the question's form (an imperative "find/show/list" -> search; a question -> ask; both, or a
 question about a period, or "summarize the articles about X" -> combined), greetings, meta and
 off-topic requests -> refused; an injected clause is dropped and the rest routed. The decision
@@ -16,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from infra.results import Language
-from router.dates import DateExpectation, find_date_expectation
+from infra.results import Language, LanguageFilter
 from router.language import detect_language
-from router.material_language import language_cues, material_language
+from router.material_language import material_language
+from router.reader import DateExpectation, QuestionCues, read_cues
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
 
@@ -86,11 +87,7 @@ _OFF_TOPIC = _r(
     r"|билет|гостиниц|отел[ьия]|ресторан|такси|столиц|сколько\s+будет|курс\s+(?:доллара|евро|валют)"
     r"|\b(?:exchange\s+rate|wechselkurs)\b|(?<![\w.-])\d{1,4}\s*[+*×]\s*\d{1,4}\s*(?:=|\?|$)"
 )
-_OLDEST = _r(
-    r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)"
-    r"|\bfirst\s+(?:articles|posts)\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\berste[n]?\s+(?:artikel|beiträge)"
-)
-_NEWEST = _r(r"\b(?:newest|latest|most recent)\b|нов\w+|свеж\w+|\b(?:neueste\w*|aktuellste\w*)")
+_OLDEST = _r(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)")  # order words, not topic
 _POLITE = (
     r"(?:(?:please|kindly|bitte|пожалуйста|будьте добры)[,\s]+|(?:could|can|would)\s+you\s+(?:please\s+|kindly\s+)?"
     r"|(?:könnten|können|kannst|könntest)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"
@@ -100,7 +97,10 @@ _POLITE = (
 _SEARCH_VERB = _r(
     r"^" + _POLITE + r"(?:find|show|list|search|serch|give me|get me|get|fetch|grab|pull up|look up|display"
     r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай|подскажи\w*"
-    r"|finde|zeige?|zeig|such\w*|liste|gib|nenne)\b"
+    r"|finde|zeige?|zeig|such\w*|liste|gib|nenne"
+    # sorting a set is listing it; "I'm looking for …" asks for a list
+    r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
+    r"|i'?m\s+looking\s+for|i\s+am\s+looking\s+for|я\s+ищу|ich\s+suche)\b"
     # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?"
     r"|^(?:könnten|können|kannst|könntest|würden|würdest)\s+(?:sie|du)\b.*\b(?:zeigen|finden|suchen|auflisten"
     r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
@@ -111,14 +111,14 @@ _LISTING_QUESTION = _r(
     r"|^(?:any|are there|is there)\s+(?:new\s+)?(?:articles|posts|news)\b"
     r"|^(?:что|какие\s+статьи)\s+(?:вышл\w*|опубликова\w*|выходил\w*|публиковал\w*)"
     r"|^есть\s+ли\s+(?:статьи|посты|новости|публикации)"
-    r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+\S*\s*(?:veröffentlicht|erschienen)"
+    r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+[^?.!]{0,60}?(?:veröffentlicht|erschienen)"
     r"|^gibt\s+es\s+(?:neue\s+)?(?:artikel|beiträge|meldungen)"
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 _ASK_VERB = _r(
     r"^" + _POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
-    r"|erkläre?|erklär|fasse|vergleiche|beschreibe)\b"
+    r"|erkläre?|erklär|fasse?|vergleiche|beschreibe)\b"
 )
 _ARTICLES_PHRASE = _r(
     r"\b(?:articles|posts|news)\s+(?:about|on|from|in|regarding)\b"
@@ -138,6 +138,11 @@ _ASK_CLAUSE = _r(
     r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй"
     r"|сделай\s+(?:краткий\s+)?(?:обзор|вывод|резюме)|(?:дай|напиши)\s+(?:краткое\s+)?резюме)"
     r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche|beschreibe|sag|nenne|beantworte)"
+    # a retell verb whose object is the articles found: "перескажи их", "fass sie zusammen", "summarize them"
+    r"|\b(?:summari[sz]e|recap|retell|explain|describe|compare)\s+(?:them|it|those|these)\b"
+    r"|\b(?:and\s+)?sum\s+(?:them|it|those|these)\s+up\b|\bgive\s+me\s+a\s+(?:short\s+|brief\s+)?summary\b"
+    r"|(?<!\w)(?:перескажи|обобщи|резюмируй|опиши|объясни|сравни|расскажи)\s+(?:мне\s+)?(?:их|это|эти|о\s+них)(?!\w)"
+    r"|\b(?:fass|fasse)\b.*\bzusammen\b|\bzusammenfassen\b"
 )
 _ASK_CUE = _r(
     r"\?\s*$"
@@ -227,13 +232,14 @@ class QuestionReading:
     """What code reads from a question: the filters it names and the words left for the topic."""
 
     text: str  # the question as routed (a leading greeting dropped)
-    rest: str  # without its language cues and its date phrase
-    language: Language | None  # the articles' language by the seed's rule (None: all languages)
+    rest: str  # without its language cues, its period (read or not) and its order words
+    language: LanguageFilter | None  # the articles' language(s) by the seed's rule (None: all languages)
     answer: Language  # the answer's language: requested by the client or the user, else the question's
     answer_asked: Language | None  # the answer language the question itself asks for ("answer in English")
     dates: DateExpectation | None
     sort: str | None  # "oldest" when asked for, else None
     asks_for_answer: bool  # "… and explain", "answer in English": an answer is wanted, not only a list
+    unread_period: tuple[str, ...] = ()  # period cue words the reader could not read (not in `rest`)
 
     @property
     def filters(self) -> dict[str, Any]:
@@ -241,7 +247,7 @@ class QuestionReading:
         dates = self.dates
         return {
             "language": self.language,
-            "dateFrom": dates.date_from.isoformat() if dates else None,
+            "dateFrom": dates.date_from.isoformat() if dates and dates.date_from else None,
             "dateTo": dates.date_to.isoformat() if dates and dates.date_to else None,
             "sort": self.sort,
         }
@@ -256,20 +262,18 @@ def read_question(
 ) -> QuestionReading:
     """The filters ``question`` names, read in code (no refusal rules: see `fallback_decision`)."""
     text = _strip_greeting(" ".join(question.split()))
-    cues = language_cues(text)
+    cues: QuestionCues = read_cues(text, today)
     written_in = detect_language(text)
-    rest = cues.rest.strip()
-    dates = find_date_expectation(rest, today)
-    if dates is not None:
-        rest = rest.replace(dates.phrase, " ")
+    languages = cues.languages
     return QuestionReading(
-        text=text, rest=rest,
-        language=material_language(cues, written_in=written_in, client=client_language),
-        answer=answer_language or cues.answer or written_in,
-        answer_asked=cues.answer,
-        dates=dates,
-        sort="oldest" if _OLDEST.search(rest) and not _NEWEST.search(rest) else None,
-        asks_for_answer=cues.answer is not None or _ASK_CLAUSE.search(rest) is not None,
+        text=text, rest=cues.rest,
+        language=material_language(languages, written_in=written_in, client=client_language),
+        answer=answer_language or languages.answer or written_in,
+        answer_asked=languages.answer,
+        dates=cues.period.period,
+        sort="oldest" if cues.order.sort == "oldest" else None,
+        asks_for_answer=languages.answer is not None or _ASK_CLAUSE.search(cues.rest) is not None,
+        unread_period=cues.period.unread,
     )
 
 
@@ -285,8 +289,7 @@ def fallback_decision(
     cleaned = _without_injection(text)
     if cleaned is None:
         return FallbackDecision(None, reason="the question tries to change the rules")
-    if _OFF_TOPIC.search(cleaned):
-        return FallbackDecision(None, reason="not about the articles")
+    # Off-topic tasks are the request gate's (router/gate.py: task words and a measured relevance).
     reading = read_question(cleaned, today, answer_language=answer_language, client_language=client_language)
     text, rest, dates, filters = reading.text, reading.rest, reading.dates, reading.filters
 
@@ -311,12 +314,14 @@ def fallback_decision(
         return search("a request for a list of articles")
     if _LISTING_QUESTION.search(rest):
         return search("a question asking for a list of articles")
-    if _ASK_VERB.search(rest) and _ARTICLES_PHRASE.search(rest):
+    if _ASK_VERB.search(rest) and (_ARTICLES_PHRASE.search(rest) or dates is not None or ask_clause):
         return combined(rest, "a request to answer over the articles found")
     if _QUESTION_FORM.search(rest) or _ASK_CUE.search(rest):
         if dates is not None:  # the answer is scoped to the period: search it first
             return combined(rest, "a question about a period of the articles")
         return ask("a question about the articles' content")
+    if ask_clause:  # "Go through the posts … and tell me how …"
+        return combined(rest[: ask_clause.start()], "a request for articles followed by a request to answer")
     return search("a request for a list of articles")
 
 

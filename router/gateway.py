@@ -7,7 +7,9 @@ that is allowed, what exactly runs (the normalized arguments) and records both.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,17 +19,18 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from infra.db.pool import DatabaseUnavailable
-from infra.results import ArticlesPage, Language, NormalizedSearch, QuestionResult
+from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch, QuestionResult
 from infra.settings import Limits
 from infra.status import ResultStatus, ResultType
 from infra.text import squash_controls
 from infra.validation import first_error
-from retrieval.search import SearchArgumentError, normalize_search
+from retrieval.search import LANGUAGE_ERROR, SearchArgumentError, normalize_search
 from router.audit import AuditTrail
 from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import AskCall, ToolExecutionError, ToolExecutor
-from router.material_language import language_cues, material_language
+from router.material_language import LanguageCues, language_cues, material_language
+from router.reader import read_period
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
 
@@ -39,8 +42,12 @@ class ValidatedCall:
     arguments: dict[str, Any]  # as the model sent them
     search: NormalizedSearch | None = None
     question: str | None = None
-    language: Language | None = None  # the RAG language filter (AskArticles)
+    language: LanguageFilter | None = None  # the RAG language filter (AskArticles): one code or several
     answer_language: Language | None = None
+    adjustments: tuple[str, ...] = ()  # AskArticles: what code changed in the call (a search lists its own)
+    # Set when nothing can match whatever is searched (a period after today): the reason, and
+    # the result is an honest empty one without running the search.
+    empty_reason: str | None = None
 
     def normalized_arguments(self) -> dict[str, Any]:
         out: dict[str, Any] = self.search.wire() if self.search is not None else {}
@@ -93,6 +100,8 @@ def _ask_error(tool: str, exc: ValidationError) -> str:
         return f"{tool}: unknown argument {field!r}; allowed: {allowed}"
     if kind == "missing":
         return f"{tool}: argument {field!r} is required"
+    if kind == LANGUAGE_ERROR:  # names the bad code
+        return f"{tool}: {first['msg']}"
     if kind == "literal_error":
         return f"{tool}: {field} {got!r} is not supported; use one of ru, en, de"
     if kind == "string_type":
@@ -100,6 +109,42 @@ def _ask_error(tool: str, exc: ValidationError) -> str:
     if kind == "string_too_short":
         return f"{tool}: {field} must not be empty"
     return f"{tool}: {field}: {first['msg']} (got {got!r})"
+
+
+_COLLECTION = (
+    r"(?:articles?|posts?|news|stories|publications?|entries"
+    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|ов|ах)?|публикаци\w*|новост\w*|материал\w*"
+    r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?)"
+)
+_LANGUAGE_ADJECTIVE = (
+    r"(german|english|russian|deutsch\w*|englisch\w*|russisch\w*|немецк\w*|английск\w*|англоязычн\w*"
+    r"|русск\w*|русскоязычн\w*|немецкоязычн\w*)(?:[- ]language|sprachig\w*)?"
+)
+# The articles' role only: "<language> articles", "articles … in/auf/на <language>".
+_ARTICLES_ROLE = (
+    re.compile(r"\b" + _LANGUAGE_ADJECTIVE + r"\s+(?:\w+\s+)?" + _COLLECTION + r"\b", re.I | re.U),
+    re.compile(r"\b" + _COLLECTION + r"\b[^.?!]{0,60}?(?:\b(?:in|auf)\s+|\bна\s+|\bпо-)"
+               r"(english|german|russian|englisch|deutsch|russisch|английском|немецком|русском|английски"
+               r"|немецки|русски)\b", re.I | re.U),
+)
+_LANGUAGE_STEMS = (("ger", "de"), ("deu", "de"), ("нем", "de"), ("eng", "en"), ("анг", "en"), ("rus", "ru"),
+                   ("рус", "ru"))
+
+
+def articles_language(question: str, cues: LanguageCues) -> Language | None:
+    """The one language ``question`` names in the articles' role, proven (None: none, or not proven).
+
+    The reader's cues name it; a capable model is overridden only when the naming also stands
+    next to a collection noun ("German articles", "Beiträge … auf Deutsch"), so a mention in
+    another role ("the German locale") proves nothing."""
+    if cues.named is None:
+        return None
+    found: set[str] = set()
+    for pattern in _ARTICLES_ROLE:
+        for match in pattern.finditer(question):
+            word = match.group(1).casefold()
+            found.update(lang for stem, lang in _LANGUAGE_STEMS if word.startswith(stem))
+    return cues.named if cues.named in found else None
 
 
 class CallValidator:
@@ -126,20 +171,41 @@ class CallValidator:
         self.answer_language = answer_language  # the client's choice wins over the model's
         self.client_language = client_language  # the material language's default, over the question's
         self.language_cues = language_cues(question)
+        self.articles_language = articles_language(question, self.language_cues)
+        self.period_reading = read_period(question, today)  # the period named, and cue words it could not read
 
-    def _with_language(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments with the material language the seed's rule gives (router.material_language).
-        A value that is not a language is left for the normalization to reject with its reason."""
+    def _with_language(self, args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """The arguments with the articles' language to search, and the adjustment made (None: none).
+
+        Left out: the seed's rule fills it (router.material_language). Sent: it stands, unless the
+        question contradicts it provably -- it names one language in the articles' role ("German
+        articles", "статьи на немецком") or asks for all languages -- and then the question wins,
+        listed as an adjustment. A mention in another role ("the German locale", "answer in
+        English", two languages) proves nothing. The question's own language sent by the model is
+        the rule's default (a client's `language` replaces it, as when it is left out). A value that
+        is not a language is left for the normalization to reject with its reason."""
         out = dict(args)
         proposed = out.get("language")
         if proposed is not None and not (isinstance(proposed, str) and proposed.strip().casefold() in _LANGUAGES):
-            return out
-        resolved = material_language(
-            self.language_cues, written_in=self.user_language, client=self.client_language,
-            proposed=proposed.strip().casefold() if isinstance(proposed, str) else None,  # type: ignore[arg-type]
-        )
-        out["language"] = resolved
-        return out
+            return out, None
+        default = material_language(self.language_cues, written_in=self.user_language, client=self.client_language)
+        if proposed is None:
+            out["language"] = default
+            return out, None
+        sent: Language = proposed.strip().casefold()  # type: ignore[assignment]
+        named = self.articles_language
+        if named is not None and named != sent:
+            out["language"] = named
+            return out, f"language {sent} replaced by {named}: the question asks for {_NAMES[named]} articles"
+        if self.language_cues.all_languages:
+            out["language"] = None
+            return out, f"language {sent} dropped: the question asks for articles in all languages"
+        client = self.client_language
+        if sent == self.user_language and client is not None and client != sent:
+            out["language"] = client
+            return out, f"language {sent} (the question's own) replaced by the client's {client}"
+        out["language"] = sent
+        return out, None
 
     def validate(self, name: str, raw: str | Mapping[str, Any]) -> ValidatedCall | Rejection:
         parsed = parse_arguments(raw)
@@ -156,26 +222,53 @@ class CallValidator:
         return Rejection(name, parsed, f"tool {name!r} has no executor")  # a registry/gateway mismatch
 
     def _normalize(self, tool: str, raw: Mapping[str, Any]) -> NormalizedSearch | Rejection:
+        period = self.period_reading.period
+        future = period is not None and period.future
+        unread = self.period_reading.unread
+        args = dict(raw)
+        if future:  # whatever dates were sent: nothing after today can match (issue 22, item 2)
+            args = {k: v for k, v in args.items() if k not in ("dateFrom", "dateTo")}
+        if unread and isinstance(args.get("text"), str):
+            args["text"] = _without_words(args["text"], unread)  # cue words are no topic (issue 22, item 4)
         try:
-            normalized = normalize_search(raw, limits=self.limits, today=self.today)
+            normalized = normalize_search(args, limits=self.limits, today=self.today)
         except SearchArgumentError as exc:
             return Rejection(tool, dict(raw), f"{tool}: {exc.message}")
+        if future:
+            assert period is not None
+            return normalized.model_copy(update={
+                "date_from": period.date_from, "date_to": period.date_to,
+                "adjustments": [*normalized.adjustments, _future_reason(period.phrase, period.date_from,
+                                                                        period.date_to, self.today)],
+            })
         reason = check_against_question(self.question, normalized.date_from, normalized.date_to, self.today)
         if reason is not None:
             return Rejection(tool, dict(raw), f"{tool}: {reason}")
+        if unread and normalized.date_from is None and normalized.date_to is None:
+            words = "', '".join(unread)
+            normalized = normalized.model_copy(update={
+                "adjustments": [*normalized.adjustments, f"could not read the period {words!r}; searched all dates"],
+            })
         return normalized
+
+    def _empty_reason(self) -> str | None:
+        period = self.period_reading.period
+        if period is None or not period.future:
+            return None
+        return _future_reason(period.phrase, period.date_from, period.date_to, self.today)
 
     def _answer_language(self, requested: Language | None) -> Language:
         return self.answer_language or requested or self.user_language
 
     def _search(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
-        raw = self._with_language(args)
+        raw, adjusted = self._with_language(args)
         if self.page_size is not None:
             raw["pageSize"] = self.page_size
         normalized = self._normalize(SEARCH, raw)
         if isinstance(normalized, Rejection):
             return Rejection(SEARCH, args, normalized.reason)
-        return ValidatedCall(SEARCH, args, search=normalized)
+        return ValidatedCall(SEARCH, args, search=_adjusted(normalized, adjusted),
+                             empty_reason=self._empty_reason())
 
     def _ask_args(self, tool: str, args: Mapping[str, Any]) -> AskArgs | Rejection:
         try:
@@ -196,9 +289,11 @@ class CallValidator:
         ask = self._ask_args(ASK, args)
         if isinstance(ask, Rejection):
             return ask
+        language, adjusted = self._with_language({"language": ask.language})
         return ValidatedCall(
-            ASK, args, question=ask.question, language=self._with_language({"language": ask.language})["language"],
+            ASK, args, question=ask.question, language=language["language"],
             answer_language=self._answer_language(ask.answerLanguage),
+            adjustments=(adjusted,) if adjusted else (),
         )
 
     def _combined(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
@@ -210,7 +305,7 @@ class CallValidator:
                 SEARCH_AND_ASK, args,
                 f"{SEARCH_AND_ASK}: unknown argument {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}",
             )
-        search_raw = self._with_language({k: v for k, v in args.items() if k in search_keys})
+        search_raw, adjusted = self._with_language({k: v for k, v in args.items() if k in search_keys})
         # The combined tool always answers from page 1 of the job's page size.
         search_raw.update(page=1, pageSize=self.page_size or self.limits.page_size_default)
         normalized = self._normalize(SEARCH_AND_ASK, search_raw)
@@ -220,13 +315,32 @@ class CallValidator:
         ask = self._ask_args(SEARCH_AND_ASK, ask_raw)
         if isinstance(ask, Rejection):
             return Rejection(SEARCH_AND_ASK, args, ask.reason)
+        normalized = _adjusted(normalized, adjusted)
         return ValidatedCall(
             SEARCH_AND_ASK, args, search=normalized, question=ask.question, language=normalized.language,
-            answer_language=self._answer_language(ask.answerLanguage),
+            answer_language=self._answer_language(ask.answerLanguage), empty_reason=self._empty_reason(),
         )
 
 
 _LANGUAGES = frozenset(get_args(Language))
+_NAMES: dict[str, str] = {"ru": "Russian", "en": "English", "de": "German"}
+
+
+def _adjusted(normalized: NormalizedSearch, adjustment: str | None) -> NormalizedSearch:
+    if adjustment is None:
+        return normalized
+    return normalized.model_copy(update={"adjustments": [*normalized.adjustments, adjustment]})
+
+
+def _future_reason(phrase: str, start: date | None, end: date | None, today: date) -> str:
+    span = f"{start.isoformat() if start else '…'}..{end.isoformat() if end else '…'}"
+    return (f"the period {phrase!r} ({span}) is after today ({today.isoformat()}): no article can be from it; "
+            "nothing was searched")
+
+
+def _without_words(text: str, words: tuple[str, ...]) -> str:
+    drop = {w.casefold() for phrase in words for w in phrase.split()}
+    return " ".join(w for w in text.split() if w.strip(".,;:!?()\"'").casefold() not in drop)
 _NO_ARTICLES = "No published articles match these filters."
 
 
@@ -269,13 +383,15 @@ class Gateway:
         return result
 
     async def _run(self, call: ValidatedCall, deadline: float) -> QuestionResult:
+        if call.empty_reason is not None and call.search is not None:
+            return _empty_result(call, call.empty_reason)
         if call.tool == SEARCH:
             assert call.search is not None
             page = await self.executor.search(call.search, deadline=deadline)
             return QuestionResult(
                 result_type=ResultType.SEARCH,
                 status=ResultStatus.ANSWERED if page.items else ResultStatus.NO_RESULTS,
-                articles=page, search=call.search, tool=SEARCH,
+                articles=page, search=_executed(call.search, page), tool=SEARCH,
                 message=None if page.items else _NO_ARTICLES,
             )
         assert call.question is not None and call.answer_language is not None
@@ -287,6 +403,8 @@ class Gateway:
             return _answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
         assert call.search is not None
         page = await self.executor.search(call.search, deadline=deadline)
+        call = dataclasses.replace(call, search=_executed(call.search, page))  # its scope: the relaxed page
+        assert call.question is not None and call.answer_language is not None
         ids = [item.id for item in page.items]
         if not ids:
             # An empty scope answers "nothing found"; it never widens to the whole collection.
@@ -301,6 +419,24 @@ class Gateway:
             scope=ids, scope_truncated=truncated, job_id=self.audit.job_id,
         ), deadline=deadline)
         return _answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
+
+
+def _executed(search: NormalizedSearch, page: ArticlesPage) -> NormalizedSearch:
+    """The search as it ran: with what the execution relaxed (a page's own notes) in its adjustments."""
+    notes = [note for note in page.adjustments if note not in search.adjustments]
+    return search.model_copy(update={"adjustments": [*search.adjustments, *notes]}) if notes else search
+
+
+def _empty_result(call: ValidatedCall, reason: str) -> QuestionResult:
+    """The answer to a search nothing can match (a period after today), without running it."""
+    assert call.search is not None
+    page = ArticlesPage(items=[], total_items=0, page=call.search.page, page_size=call.search.page_size, total_pages=0)
+    combined = call.tool == SEARCH_AND_ASK
+    return QuestionResult(
+        result_type=ResultType.COMBINED if combined else ResultType.SEARCH, status=ResultStatus.NO_RESULTS,
+        articles=page, search=call.search, tool=call.tool, message=reason[:1].upper() + reason[1:] + ".",
+        question=call.question if combined else None, answer_language=call.answer_language if combined else None,
+    )
 
 
 def _answer_result(

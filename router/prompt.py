@@ -196,7 +196,8 @@ def date_hint(question: str, today: date) -> str | None:
         return None
     to = expected.date_to
     upper = f", dateTo {to.isoformat()}" if to is not None else " (no dateTo)"
-    return f'Dates: "{expected.phrase}" = dateFrom {expected.date_from.isoformat()}{upper}'
+    lower = f"dateFrom {expected.date_from.isoformat()}" if expected.date_from is not None else "no dateFrom"
+    return f'Dates: "{expected.phrase}" = {lower}{upper}'
 
 
 def user_message(question: str, today: date, mode: LLMMode, *, code_filters: bool = False) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any, NoReturn, cast
 
@@ -32,6 +32,7 @@ from infra.counters import FALLBACKS, RATE_LIMIT, bump
 from infra.results import LANGUAGES, Language, QuestionResult, Usage
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
+from router import period_question as period_prompt
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.code_filters import fill_filters
@@ -39,12 +40,14 @@ from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenA
 from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
 from router.fallback import FallbackDecision, fallback_decision
+from router.gate import CollectionRelevance, GateVerdict, Relevance, check_request
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
 from router.hooks import RunHooks
 from router.language import detect_language
 from router.limits import JobBudget
 from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt, user_message
 from router.ratelimit import LLMRateLimiter, RateLimitDeadline
+from router.reader import DateExpectation
 from router.readiness import ReadinessProbe
 from router.tools import ToolRegistry, default_registry
 
@@ -104,6 +107,8 @@ class RouterDeps:
     fallback_on_llm_error: bool = True  # the eval harness turns it off to measure the model alone
     # The local llama-server profile: is the model serving yet? (None: always assumed ready.)
     llm_ready: Callable[[], Awaitable[bool]] | None = None
+    # The request gate's relevance signal (None: the gate's rules only, e.g. an eval without a database).
+    relevance: Relevance | None = None
 
     @classmethod
     def for_settings(cls, settings: Settings, *, pool: asyncpg.Pool | None, redis: aioredis.Redis | None,
@@ -116,6 +121,7 @@ class RouterDeps:
             settings=settings, pool=pool, redis=redis, executor=executor, engine=engine, registry=registry,
             rate_limiter=LLMRateLimiter.from_settings(settings) if engine is not None else None,
             llm_ready=ReadinessProbe(settings.llm_ready_url) if engine is not None and settings.llm_ready_url else None,
+            relevance=CollectionRelevance(pool) if pool is not None else None,
         )
 
 
@@ -131,6 +137,7 @@ class RoutingDecision:
     refused: str | None = None
     error: str | None = None  # a RoutingFailed code
     message: str | None = None
+    gate: GateVerdict | None = None  # the request gate's verdict (its class and relevance, for the eval)
 
 
 async def route_question(
@@ -146,37 +153,49 @@ async def route_question(
 async def decide_question(deps: RouterDeps, req: RouteRequest) -> RoutingDecision:
     """The LLM's validated decision, corrections included, but nothing executed."""
     if deps.engine is None:
-        return decide_fallback(deps.settings, req, deps.registry)
+        return await decide_fallback(deps.settings, req, deps.registry, relevance=deps.relevance)
     run = _Run(deps, req, RunHooks())
     try:
         outcome = await run.decide()
     except RoutingFailed as exc:
-        return RoutingDecision(None, {}, "llm", exc.usage, run.budget.rounds, error=exc.code, message=exc.message)
+        return RoutingDecision(None, {}, "llm", exc.usage, run.budget.rounds, error=exc.code, message=exc.message,
+                               gate=run.gate)
     usage = run.budget.usage.model_copy()
     if isinstance(outcome, ValidatedCall):
         return RoutingDecision(outcome.tool, outcome.normalized_arguments(), run.routed_by, usage, run.budget.rounds,
-                               message=run.routed_reason)
-    return RoutingDecision(None, {}, outcome.routed_by, usage, run.budget.rounds, refused=outcome.message)
+                               message=run.routed_reason, gate=run.gate)
+    return RoutingDecision(None, {}, outcome.routed_by, usage, run.budget.rounds, refused=outcome.message,
+                           gate=run.gate)
 
 
-def decide_fallback(settings: Settings, req: RouteRequest, registry: ToolRegistry | None = None) -> RoutingDecision:
-    """The deterministic route's decision for ``req`` (no I/O)."""
+async def decide_fallback(
+    settings: Settings, req: RouteRequest, registry: ToolRegistry | None = None, *, relevance: Relevance | None = None
+) -> RoutingDecision:
+    """The deterministic route's decision for ``req``: the request gate, then the rules (I/O: the
+    gate's relevance signal only)."""
     today = req.today or datetime.now(UTC).date()
+    registry = registry or default_registry()
     question = " ".join(req.question.split())
+    user_language = detect_language(question) if question else "en"
+    gate = await check_request(question, language=user_language, tools=registry.names, relevance=relevance,
+                               today=today)
+    if not gate.passed:
+        return RoutingDecision(None, {}, "fallback", Usage(), refused=gate.reason, gate=gate)
     decision = fallback_decision(
-        question, today, answer_language=req.language, client_language=req.material_language
+        gate.question, today, answer_language=req.language, client_language=req.material_language
     )
     if decision.tool is None:
         return RoutingDecision(None, {}, "fallback", Usage(), refused=decision.reason)
     validator = CallValidator(
-        registry or default_registry(), settings.limits, today=today, question=question,
-        user_language=detect_language(question), page_size=req.page_size, answer_language=req.language,
+        registry, settings.limits, today=today, question=question,
+        user_language=user_language, page_size=req.page_size, answer_language=req.language,
         client_language=req.material_language,
     )
     verdict = validator.validate(decision.tool, decision.arguments)
     if isinstance(verdict, Rejection):
-        return RoutingDecision(None, {}, "fallback", Usage(), error="fallback_rejected", message=verdict.reason)
-    return RoutingDecision(verdict.tool, verdict.normalized_arguments(), "fallback", Usage())
+        return RoutingDecision(None, {}, "fallback", Usage(), error="fallback_rejected", message=verdict.reason,
+                               gate=gate)
+    return RoutingDecision(verdict.tool, verdict.normalized_arguments(), "fallback", Usage(), gate=gate)
 
 
 class _Run:
@@ -216,6 +235,8 @@ class _Run:
         # The first LLM call's rate-limit permit, asked for while the decision cache is read.
         self._first_permit: asyncio.Task[None] | None = None
         self._deterministic: FallbackDecision | None = None  # the rules' decision, read once (see _rules)
+        self.gate: GateVerdict | None = None  # the request gate's verdict, once it ran
+        self._model_period: DateExpectation | None = None  # an unread period the model read (code-filled filters)
 
     async def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.on_event is not None:
@@ -262,6 +283,9 @@ class _Run:
             return await self._caller_chose(self.req.tool_call, dry_run)
         if not self.question:
             return self._refused("the question is empty", routed_by="llm")
+        refused = await self._gate()
+        if refused is not None:
+            return refused
         engine = self.deps.engine
         if engine is None:
             return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)", cause="no_llm")
@@ -320,9 +344,7 @@ class _Run:
 
     async def _loop(self, engine: Engine, dry_run: bool) -> QuestionResult | ValidatedCall:
         if engine.code_filters:
-            not_a_request = await self._code_reads_no_request()
-            if not_a_request is not None:
-                return not_a_request
+            await self._ask_unread_period(engine)
         turns = self._first_turns(engine)
         corrected = False
         while True:
@@ -378,16 +400,28 @@ class _Run:
             turns.append(Turn("assistant", response.text or ""))
             turns.append(Turn("user", JSON_CORRECTION if engine.mode is LLMMode.JSON_SCHEMA else CORRECTION))
 
-    async def _code_reads_no_request(self) -> QuestionResult | None:
-        """Code-filled filters: code also reads first whether the message asks for anything. A
-        greeting, small talk, an off-topic task or an injection with nothing else in it is refused
-        by the deterministic rules without an LLM call (a small model picks a tool for most of them)."""
-        decision = self._rules()
-        if decision.tool is not None:
+    async def _gate(self) -> QuestionResult | None:
+        """The request gate (`router.gate`), in every mode, before the LLM and any tool: a message
+        that is no request to read the collection is refused here, with no LLM call."""
+        self.gate = await check_request(
+            self.question, language=self.user_language, tools=self.deps.registry.names, relevance=self.deps.relevance,
+            today=self.today,
+        )
+        if self.gate.passed:
             return None
-        self.routed_reason = f"the deterministic rules read no request ({decision.reason}); the LLM was not asked"
+        self.routed_reason = f"the request gate refused it ({self.gate.refused}: {self.gate.reason}); no LLM was asked"
         await self.audit.record("fallback", outcome="refused", error=self.routed_reason)
-        return self._refused(decision.reason, routed_by="fallback")
+        return self._refused(self.gate.reason, routed_by="fallback")
+
+    async def _ask_unread_period(self, engine: Engine) -> None:
+        """A period cue code could not read: the model is asked for just that value (issue 22, 4a)."""
+        reading = self._rules().reading
+        if reading is None or reading.dates is not None or not reading.unread_period:
+            return
+        self._model_period = await period_prompt.ask_model(
+            engine, self.budget, self.audit, self.question, reading.unread_period, self.today,
+            before_attempt=self._before_llm_call,
+        )
 
     def _filled(self, intent: ToolIntent) -> ToolIntent:
         """The model's tool and topic with the filters code reads from the question (`router.code_filters`)."""
@@ -395,6 +429,8 @@ class _Run:
         reading = self._rules().reading  # set: a question the rules refuse never reaches the model here
         if isinstance(arguments, str) or reading is None:  # not an object: the gateway rejects it in its words
             return intent
+        if self._model_period is not None:  # the period the model read for code (validated)
+            reading = replace(reading, dates=self._model_period, unread_period=())
         tool, filled = fill_filters(intent.name, arguments, reading)
         return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))
 
@@ -425,7 +461,8 @@ class _Run:
             if dry_run:
                 return verdict
             result = await self._execute(verdict, round_no)
-            if result.status is not ResultStatus.NO_RESULTS:
+            # An honest empty result (a period after today) is final: a retry cannot find anything.
+            if result.status is not ResultStatus.NO_RESULTS or verdict.empty_reason is not None:
                 if self.cache is not None:
                     await self._remember(CachedDecision(verdict.tool, verdict.arguments))
                 return self._finish(result, "llm")
@@ -440,6 +477,8 @@ class _Run:
         self.budget.check_deadline(f"about to run {call.tool}")
         await self.emit("tool_started", {"tool": call.tool, "arguments": call.normalized_arguments()})
         result = await self.gateway.execute(call, round_no=round_no, deadline=self.budget.deadline)
+        if call.adjustments:  # AskArticles has no search to list them in: the reason says what code changed
+            self.routed_reason = "; ".join(filter(None, [self.routed_reason, *call.adjustments]))
         self.budget.add_usage(result.usage)
         await self.emit("tool_finished", {"tool": call.tool, "status": result.status.value})
         return result
@@ -496,7 +535,16 @@ class _Run:
     async def _hand_off(
         self, reason: str, dry_run: bool, *, cause: str, declined: bool = False
     ) -> QuestionResult | ValidatedCall:
-        """No usable call from the model: the deterministic router decides (issue 15, item 5)."""
+        """No usable call from the model. A capable model that declined (tools mode, or json_schema
+        with the model filling the filters) is trusted: refused, never the rules' tool (issue 23).
+        Otherwise -- an LLM failure (prose twice, the same rejected call again) or a small model's
+        decline under code-filled filters -- the deterministic router decides (issue 15, item 5)."""
+        engine = self.deps.engine
+        if declined and engine is not None and not engine.code_filters:
+            self.routed_reason = f"{reason}; a model that routes on its own is trusted to decline: refused"
+            if not dry_run and self.cache is not None:
+                await self._remember(CachedDecision(None, {}, self.routed_reason))
+            return self._refused(reason, routed_by="llm")
         if not dry_run:
             result = await self._fallback(reason, cause=cause)
             if result.status is ResultStatus.REFUSED and self.cache is not None and declined:
@@ -516,8 +564,9 @@ class _Run:
         """The deterministic rules' decision for this question: read once, used by the code-filled
         filters, the no-request check and the fallback."""
         if self._deterministic is None:
+            routed = self.gate.question if self.gate is not None else self.question  # an injected clause dropped
             self._deterministic = fallback_decision(
-                self.question, self.today, answer_language=self.req.language,
+                routed, self.today, answer_language=self.req.language,
                 client_language=self.req.material_language,
             )
         return self._deterministic

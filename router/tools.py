@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from infra.results import Language
+from infra.results import Language, LanguageFilter
 from infra.settings import ConfigError
 from infra.status import ResultType
+from retrieval.search import check_language_filter, language_filter_schema
 
 SEARCH = "SearchArticles"
 ASK = "AskArticles"
@@ -32,6 +33,12 @@ _PROVIDER_NAME_MAX = 64
 _COMBINED_EXCLUDED = ("page", "pageSize")
 
 
+ASK_LANGUAGE_DESCRIPTION = (
+    "The articles' language (ru, en, de), or a list of them (e.g. [\"de\", \"en\"]) when the user names "
+    "several; omitted, the articles in the question's language are used (all languages only when the user says so)."
+)
+
+
 class AskArgs(BaseModel):
     """Arguments of AskArticles (and the answer half of SearchAndAskArticles). Strict: no coercion."""
 
@@ -41,15 +48,19 @@ class AskArgs(BaseModel):
         min_length=1,
         description="The question to answer from the articles' content, in the user's words.",
     )
-    language: Language | None = Field(
+    language: LanguageFilter | None = Field(
         default=None,
-        description="The articles' language (ru, en, de) when the user names one; omitted, the articles in "
-        "the question's language are used (all languages only when the user says so).",
+        description=ASK_LANGUAGE_DESCRIPTION,
     )
     answerLanguage: Language | None = Field(  # the wire name, as the model sees it
         default=None,
         description="Language of the answer (ru, en, de). Default: the language the user wrote in.",
     )
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language_filter(cls, value: object) -> LanguageFilter | None:
+        return check_language_filter(value)
 
 
 @dataclass(frozen=True)
@@ -179,7 +190,9 @@ def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def ask_args_schema() -> dict[str, Any]:
-    return clean_schema(AskArgs.model_json_schema())
+    schema = clean_schema(AskArgs.model_json_schema())
+    schema["properties"]["language"] = language_filter_schema(ASK_LANGUAGE_DESCRIPTION)
+    return schema
 
 
 def combined_args_schema(search_schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,8 +250,14 @@ REASON_MAX_CHARS = 80
 
 
 def _grammar_property(prop: Mapping[str, Any]) -> dict[str, Any]:
-    """A tool argument as the decision grammar sees it: type, enum or date pattern, no prose."""
-    out = {k: v for k, v in prop.items() if k in ("type", "enum", "minimum", "maximum", "minLength")}
+    """A tool argument as the decision grammar sees it: type, enum or date pattern, no prose.
+    (`uniqueItems` is left out: grammars cannot express it; the gateway drops duplicates.)"""
+    if "anyOf" in prop:  # a language filter: one code or a list of codes
+        return {"anyOf": [_grammar_property(variant) for variant in prop["anyOf"]]}
+    out = {k: v for k, v in prop.items() if k in ("type", "enum", "minimum", "maximum", "minLength", "minItems",
+                                                  "maxItems")}
+    if "items" in prop:
+        out["items"] = _grammar_property(prop["items"])
     if prop.get("format") == "date":
         out["pattern"] = DATE_PATTERN
     return out

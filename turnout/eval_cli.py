@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from pydantic import SecretStr
 
+from infra.db.pool import create_pool
 from infra.results import ArticlesPage, NormalizedSearch
 from infra.settings import ConfigError, LLMFilters, LLMMode, Settings, get_settings
 from router.engine import OpenAIEngine
@@ -27,6 +28,7 @@ from router.eval import (
     run_eval,
 )
 from router.executor import AskCall
+from router.gate import CollectionRelevance
 from router.service import RouterDeps, RouteRequest, RoutingDecision, decide_fallback, decide_question
 from router.tools import default_registry
 from router.warmup import warm_up
@@ -68,16 +70,30 @@ async def evaluate(
     (a local model, another endpoint) is one more branch that builds settings and calls
     `_evaluate_llm`: the scoring, the report and the tables do not change."""
     cases = _cases(path, split, limit)
-    if fallback:
-        async def decide_fb(case: EvalCase) -> RoutingDecision:
-            return decide_fallback(settings, _request(case))
+    pool = await create_pool(settings.database_url, min_size=1, max_size=2) if settings.database_url else None
+    relevance = CollectionRelevance(pool) if pool is not None else None
+    try:
+        if fallback:
+            async def decide_fb(case: EvalCase) -> RoutingDecision:
+                return await decide_fallback(settings, _request(case), relevance=relevance)
 
-        return await run_eval(cases, decide_fb, router="fallback (deterministic)", split=split)
-    return await _evaluate_llm(cases, settings, mode=mode, concurrency=concurrency, split=split)
+            return await run_eval(cases, decide_fb, router="fallback (deterministic)" + _gate_label(relevance),
+                                  split=split)
+        return await _evaluate_llm(cases, settings, mode=mode, concurrency=concurrency, split=split,
+                                   relevance=relevance)
+    finally:
+        if pool is not None:
+            await pool.close()
+
+
+def _gate_label(relevance: CollectionRelevance | None) -> str:
+    """The report says whether the request gate measured relevance (it needs the collection's database)."""
+    return "" if relevance is not None else " [gate: rules only, no TURNOUT_DATABASE_URL]"
 
 
 async def _evaluate_llm(
-    cases: list[EvalCase], settings: Settings, *, mode: LLMMode | None, concurrency: int, split: str
+    cases: list[EvalCase], settings: Settings, *, mode: LLMMode | None, concurrency: int, split: str,
+    relevance: CollectionRelevance | None = None,
 ) -> EvalReport:
     if not settings.llm_configured:
         raise ConfigError("no LLM endpoint: pass --base-url (or set TURNOUT_LLM_BASE_URL), or use --fallback")
@@ -85,14 +101,14 @@ async def _evaluate_llm(
     engine = OpenAIEngine(settings, registry, mode=mode)
     deps = RouterDeps(
         settings=settings, pool=None, redis=None, executor=DecisionOnly(), engine=engine,  # type: ignore[arg-type]
-        registry=registry, use_decision_cache=False, fallback_on_llm_error=False,
+        registry=registry, use_decision_cache=False, fallback_on_llm_error=False, relevance=relevance,
     )
 
     async def decide(case: EvalCase) -> RoutingDecision:
         return await decide_question(deps, _request(case))
 
     mode_label = engine.mode.value + (" + code filters" if engine.code_filters else "")
-    router = f"{engine.model} @ {settings.llm_base_url} ({mode_label})"
+    router = f"{engine.model} @ {settings.llm_base_url} ({mode_label})" + _gate_label(relevance)
     try:
         return await run_eval(
             cases, decide, router=router, concurrency=concurrency, model=engine.model, mode=mode_label,

@@ -19,6 +19,7 @@ from infra.redis import key
 from infra.settings import Settings, get_settings
 from infra.status import Queue
 from workers import registry
+from workers.lifecycle import RUNTIMES, VECTOR_STORE, WorkerHook, install
 
 
 def create_celery(settings: Settings) -> Celery:
@@ -66,7 +67,24 @@ def create_celery(settings: Settings) -> Celery:
         },
     )
     register_tasks(app, settings)
+    install(app, worker_hooks())
     return app
+
+
+def worker_hooks() -> list[WorkerHook]:
+    """What a worker process starts (in this order) and stops (in the reverse order), see
+    workers/lifecycle.py. The closes come first, so they run last: after the hooks using them."""
+    from workers.lifeline import LIFELINE
+    from workers.signals import WORKER_STATS
+    from workers.tasks.router import JOB_SLOTS
+
+    return [
+        VECTOR_STORE,  # stop: the Qdrant Edge shard closed (the vector worker's; data safety)
+        RUNTIMES,  # stop: every thread's PostgreSQL pool, Redis client and extras' clients closed
+        WORKER_STATS,  # start: heartbeat entry, depth sampling; stop: last counters, entry removed
+        LIFELINE,  # start: the embedded beat (-B) dies with its worker
+        JOB_SLOTS,  # start: jobs leave a thread to the other queues; the language detector built
+    ]
 
 
 _apps: dict[tuple[str, str], Celery] = {}

@@ -66,9 +66,10 @@ def time_limit(limit: Limit | None, settings: Settings) -> float:
 
 
 def register_tasks(app: Celery, settings: Settings) -> None:
-    """Register every task module's tasks (`workers/tasks/`) and the signal handlers on `app`."""
-    importlib.import_module("workers.signals")  # ops metrics: queue wait, run time, heartbeats
-    importlib.import_module("workers.lifeline")  # the embedded beat dies with its worker
+    """Register every task module's tasks (`workers/tasks/`) and the per-message signal handlers
+    (ops metrics: queue wait, run time) on `app`; the worker's own start and stop are its hooks
+    (`workers.app.worker_hooks`)."""
+    importlib.import_module("workers.signals")
     importlib.import_module("workers.tasks")
     for declared in _declared.values():
         limit = time_limit(declared.time_limit_s, settings)

@@ -14,10 +14,12 @@ async def router_deps(rt: Runtime) -> RouterDeps:
     """Fails at the first job on configuration errors (tool names, URLs)."""
     deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
     if deps is None:
+        watch = LostTaskWatch(rt.settings)
         deps = RouterDeps.for_settings(
-            rt.settings, pool=await rt.pool(), redis=await rt.redis(), executor=QueueExecutor(watch=LostTaskWatch(rt.settings)),
+            rt.settings, pool=await rt.pool(), redis=await rt.redis(), executor=QueueExecutor(watch=watch),
         )
         rt.extras["jobs.router_deps"] = deps
+        rt.close_with(watch.close)
     return deps
 
 

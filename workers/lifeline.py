@@ -34,7 +34,6 @@ def die_with_parent(sig: int = signal.SIGTERM) -> bool:
     return True
 
 
-@beat_embedded_init.connect
 def _beat_follows_its_worker(**_: Any) -> None:
     parent = multiprocessing.parent_process()
     if not die_with_parent():
@@ -43,3 +42,19 @@ def _beat_follows_its_worker(**_: Any) -> None:
     if parent is not None and os.getppid() != parent.pid:
         log.warning("embedded beat: its worker (pid %s) is gone; stopping", parent.pid)
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+class Lifeline:
+    """A worker hook (workers/lifecycle.py): armed at the worker's start, before Celery forks beat
+    (`-B`), so the beat child asks for the parent-death signal first thing."""
+
+    name = "beat lifeline"
+
+    def start(self, worker: object) -> None:
+        beat_embedded_init.connect(_beat_follows_its_worker)
+
+    def stop(self, worker: object) -> None:
+        beat_embedded_init.disconnect(_beat_follows_its_worker)
+
+
+LIFELINE = Lifeline()

@@ -4,7 +4,9 @@
 - workers record per-queue run time, queue wait and outcome of every task, recent failures,
   their own heartbeat (which queues they consume, right now) and a sample of queue depths.
 
-Registered by every app `workers.app.create_celery` builds, so the API (a publisher) and every worker get the handlers.
+The per-message handlers are registered by every app `workers.app.create_celery` builds, so the API
+(a publisher) and every worker get them; a worker's own heartbeat and its last flush are the
+`WORKER_STATS` hook's, listed with the other worker hooks in `workers.app.worker_hooks`.
 Recording must never break or slow a task: Redis calls use short timeouts and any error is
 logged (at most once a minute) and dropped.
 """
@@ -162,14 +164,12 @@ def _beat() -> WorkerBeat:
     )
 
 
-@signals.worker_ready.connect
 def on_worker_ready(sender: Any = None, **_: Any) -> None:
     global _consumer, _worker_started_at
     _consumer, _worker_started_at = sender, time.time()
     _safely("worker heartbeat", _get_writer().record_worker, _beat(), time.time())
 
 
-@signals.heartbeat_sent.connect
 def on_heartbeat(**_: Any) -> None:
     """Every Celery heartbeat (2 s): refresh this worker's entry; sample depths now and then."""
     global _last_depth_sample
@@ -184,8 +184,28 @@ def on_heartbeat(**_: Any) -> None:
         _safely("queue depth", lambda: writer.record_depths(writer.read_depths(q.value for q in Queue), now))
 
 
-@signals.worker_shutdown.connect
-def on_worker_shutdown(**_: Any) -> None:
-    _safely("reliability counters", counters.flush_sync, _get_writer().client, _get_writer().settings)
-    if _consumer is not None:
-        _safely("worker shutdown", _get_writer().forget_worker, _beat().hostname)
+class WorkerStats:
+    """A worker hook (workers/lifecycle.py): this worker's heartbeat entry and its sampling of queue
+    depths while it runs; at its stop the last counters are written, the entry removed (the
+    dashboard stops listing it at once) and the writer's Redis client closed."""
+
+    name = "task stats"
+
+    def start(self, worker: object) -> None:
+        signals.worker_ready.connect(on_worker_ready)
+        signals.heartbeat_sent.connect(on_heartbeat)
+
+    def stop(self, worker: object) -> None:
+        global _writer, _consumer
+        signals.heartbeat_sent.disconnect(on_heartbeat)
+        signals.worker_ready.disconnect(on_worker_ready)
+        writer = _get_writer()
+        _safely("reliability counters", counters.flush_sync, writer.client, writer.settings)
+        if _consumer is not None:
+            _safely("worker shutdown", writer.forget_worker, _beat().hostname)
+        with _writer_lock:
+            _writer, _consumer = None, None
+        writer.client.close()
+
+
+WORKER_STATS = WorkerStats()

@@ -48,9 +48,6 @@ async def get_version(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> Col
     return _version(row) if row else None
 
 
-async def list_versions(conn: asyncpg.Connection | asyncpg.Pool) -> list[CollectionVersion]:
-    rows = await conn.fetch(_SELECT + " ORDER BY created_at DESC, name DESC")
-    return [_version(r) for r in rows]
 
 
 async def activate_version(conn: asyncpg.Connection, name: str) -> None:

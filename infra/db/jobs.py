@@ -5,6 +5,7 @@ sweeper re-enqueue racing a slow worker) still ends with one result and one webh
 - `claim_job`: queued -> running, bumping `attempts`; the attempt number is the runner's fence.
 - `finish_job` / `release_job`: only the runner holding the current attempt may write.
 - `sweep_expired`: a job whose lease ran out goes back to queued (or fails after too many tries).
+- `sweep_undispatched`: a queued job whose message should have been claimed long ago is sent again.
 A final transition writes its event and the webhook delivery in the same statement (`_finalizing`).
 """
 
@@ -49,6 +50,7 @@ class JobRow:
     client: str | None = None  # the MCP client's "name/version"
     tool_call: dict[str, Any] | None = None  # {tool, arguments}: the caller chose the tool (MCP)
     language: str | None = None  # the client's material language (migration 0007)
+    dispatched_at: datetime | None = None  # when its run_job message was last due (migration 0009)
 
 
 def _job(row: asyncpg.Record) -> JobRow:
@@ -265,18 +267,19 @@ async def finish_job(
 
 
 async def release_job(
-    conn: asyncpg.Connection, job_id: str, *, attempt: int, retry_in_s: float, reason: str
+    conn: asyncpg.Connection, job_id: str, *, attempt: int, retry_in_s: float, reason: str, message_in_s: float = 0.0
 ) -> bool:
-    """running -> queued after a transient failure (a service was down); the sweeper or a delayed
-    message runs it again once `retry_in_s` has passed."""
+    """running -> queued after a transient failure (a service was down); a delayed message runs it
+    again after `message_in_s` (its dispatch time), the sweeper once `retry_in_s` has passed."""
     async with conn.transaction():
         row = await conn.fetchrow(
             f"""
-            UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now()
+            UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(),
+                            dispatched_at = now() + make_interval(secs => $4)
             WHERE id = $1 AND status = 'running' AND attempts = $3
             RETURNING id
             """,  # noqa: S608 (constant fragment)
-            job_id, retry_in_s, attempt,
+            job_id, retry_in_s, attempt, message_in_s,
         )
         if row is None:
             return False
@@ -318,7 +321,10 @@ async def sweep_expired(
 ) -> SweepOutcome:
     """Jobs whose lease ran out: a running job's worker died (or Redis lost the message) and a
     queued job's message was never picked up. Both go (back) to queued with a fresh lease; a
-    job that already ran `max_attempts` times fails instead of crashing workers forever."""
+    job that already ran `max_attempts` times fails instead of crashing workers forever.
+    The rows are locked FOR NO KEY UPDATE (what an UPDATE takes), not FOR UPDATE: a job's event
+    writer holds the job's event lock (migration 0009) and then its foreign key's KEY SHARE lock on
+    the row, which FOR UPDATE would block while this transaction waits for that event lock."""
     requeued: list[str] = []
     failed: list[Finished] = []
     async with conn.transaction():
@@ -326,7 +332,7 @@ async def sweep_expired(
             """
             SELECT id, status, attempts FROM jobs
             WHERE status IN ('queued', 'running') AND lease_expires_at < now()
-            ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+            ORDER BY lease_expires_at LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED
             """,
             limit,
         )
@@ -351,14 +357,38 @@ async def sweep_expired(
                 failed.append(_finished(row))
                 continue
             await conn.execute(
-                f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now() "  # noqa: S608
-                "WHERE id = $1",
+                f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(), "  # noqa: S608
+                "dispatched_at = now() WHERE id = $1",
                 job["id"], lease_s,
             )
             reason = "worker lost (lease expired)" if was_running else "not picked up within the lease"
             await add_event(conn, job["id"], "requeued", {"reason": reason, "attempt": job["attempts"]})
             requeued.append(job["id"])
     return SweepOutcome(requeued, failed)
+
+
+async def sweep_undispatched(conn: asyncpg.Connection, *, grace_s: float, limit: int = 200) -> list[str]:
+    """Queued jobs whose message was due more than `grace_s` ago and is still unclaimed: lost (the
+    broker dropped it, or a runner failed before its claim). Their dispatch time is set to now, so
+    each is sent again once per grace period, not on every sweep; the caller sends them."""
+    rows = await conn.fetch(
+        """
+        WITH due AS (
+            SELECT id FROM jobs
+            WHERE status = 'queued' AND dispatched_at < now() - make_interval(secs => $1)
+            ORDER BY dispatched_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED
+        ), resent AS (
+            UPDATE jobs SET dispatched_at = now() FROM due WHERE jobs.id = due.id RETURNING jobs.id, jobs.attempts
+        ), requeued AS (
+            INSERT INTO job_events (job_id, kind, data)
+            SELECT id, 'requeued', jsonb_build_object('reason', 'message lost (not claimed in time)',
+                                                      'attempt', attempts) FROM resent
+        )
+        SELECT id FROM resent
+        """,
+        grace_s, limit,
+    )
+    return [r["id"] for r in rows]
 
 
 async def count_by_source(conn: asyncpg.Connection) -> dict[str, dict[str, int]]:

@@ -12,6 +12,10 @@ from infra.settings import ConfigError
 # A connection attempt that has not succeeded by then will not: the caller answers 503 (API) or
 # retries (workers) instead of hanging on a frozen or unreachable server.
 CONNECT_TIMEOUT_S = 5.0
+# An idle connection is closed after this (asyncpg's default is 300 s): after a server restart, fewer
+# dead connections wait in a pool. A worker's loop runs only in tasks; it catches up on these timers
+# before each one (workers/_runtime.py), so an expired connection is replaced, not handed out.
+INACTIVE_LIFETIME_S = 60.0
 
 
 class DatabaseUnavailable(ConnectionError):
@@ -51,6 +55,7 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10, **kwar
     if not dsn:
         raise ConfigError("TURNOUT_DATABASE_URL is not set (or run `turnout up` for the embedded default)")
     kwargs.setdefault("timeout", CONNECT_TIMEOUT_S)
+    kwargs.setdefault("max_inactive_connection_lifetime", INACTIVE_LIFETIME_S)
     try:
         pool = await asyncpg.create_pool(
             dsn, min_size=min_size, max_size=max_size, init=_init_connection, reset=_keep_session,

@@ -31,7 +31,7 @@ _COLUMNS = "l.id, l.article_id, l.language, l.title, l.summary, l.created_at, l.
 
 @dataclass(frozen=True)
 class SearchFilter:
-    language: str | None = None
+    languages: Sequence[str] | None = None  # None: every language
     created_from: datetime | None = None  # inclusive
     created_before: datetime | None = None  # exclusive
     newest_first: bool = True
@@ -52,7 +52,15 @@ class PartialMatch:
     terms: Sequence[str]
 
 
-TextMatch = FullTextMatch | PartialMatch
+@dataclass(frozen=True)
+class AnyWordsMatch:
+    """Relaxed full text: at least one of ``words`` matches; rows holding more of them come first,
+    then by rank (ts_rank of the words), then the stable date order."""
+
+    words: Sequence[str]
+
+
+TextMatch = FullTextMatch | PartialMatch | AnyWordsMatch
 
 
 def like_escape(term: str) -> str:
@@ -75,37 +83,75 @@ class _Statement:
         return f"${len(self.params)}"
 
 
+def _languages(flt: SearchFilter) -> list[str]:
+    languages = list(TS_CONFIG) if flt.languages is None else sorted(set(flt.languages))
+    if not languages or any(lang not in TS_CONFIG for lang in languages):
+        raise ValueError(f"unsupported language filter {flt.languages!r}")
+    return languages
+
+
 def _where(flt: SearchFilter, match: TextMatch | None) -> _Statement:
     stmt = _Statement()
-    if flt.language is not None:
-        if flt.language not in TS_CONFIG:
-            raise ValueError(f"unsupported language {flt.language!r}")
-        stmt.where.append(f"l.language = {stmt.bind(flt.language)}")
+    languages = _languages(flt)
+    if flt.languages is not None:
+        if len(languages) == 1:
+            # A plain equality keeps the (language, created_at, id) index's order usable for the page.
+            stmt.where.append(f"l.language = {stmt.bind(languages[0])}")
+        else:
+            stmt.where.append(f"l.language = ANY({stmt.bind(languages)}::text[])")
     if flt.created_from is not None:
         stmt.where.append(f"l.created_at >= {stmt.bind(flt.created_from)}")
     if flt.created_before is not None:
         stmt.where.append(f"l.created_at < {stmt.bind(flt.created_before)}")
     if isinstance(match, FullTextMatch):
-        text = stmt.bind(match.text)
-        languages = [flt.language] if flt.language is not None else list(TS_CONFIG)
-        # Without a language each row is matched by its own language's stemmer.
-        per_language = [
-            f"(l.language = '{lang}' AND l.search_vector @@ websearch_to_tsquery('{TS_CONFIG[lang]}', {text}))"
-            for lang in languages
-        ]
-        stmt.where.append("(" + " OR ".join(per_language) + ")")
+        stmt.where.append(fulltext_condition(stmt.bind(match.text), languages))
+    elif isinstance(match, AnyWordsMatch):
+        if not match.words:
+            raise ValueError("a relaxed match needs at least one word")
+        words = [stmt.bind(word) for word in match.words]
+        stmt.where.append("(" + " OR ".join(fulltext_condition(w, languages) for w in words) + ")")
     elif isinstance(match, PartialMatch):
         if not match.terms:
             raise ValueError("a partial match needs at least one term")
         # Prefixes go through the row language's stemmer and through `simple` (no stemming):
         # "Sicherheitslü" only matches stemmed, "encry" only unstemmed.
-        configs = [TS_CONFIG[flt.language]] if flt.language is not None else list(TS_CONFIG.values())
+        configs = [TS_CONFIG[lang] for lang in languages]
         for term in match.terms:
             pattern = stmt.bind("%" + like_escape(term) + "%")
             prefix = stmt.bind(prefix_query(term))
             tsquery = " || ".join(f"to_tsquery('{cfg}', {prefix})" for cfg in ["simple", *configs])
             stmt.where.append(f"({TRIGRAM_TEXT} ILIKE {pattern} OR l.search_vector @@ ({tsquery}))")
     return stmt
+
+
+def _query(text: str, own: str) -> str:
+    """``text`` as a tsquery under the row language's configuration OR'ed with the other languages':
+    a cross-language text (German words around an English name over English rows) is not
+    blocked by one language's stop words ("und", "über" are words to `english`); each row's
+    vector stays in its own configuration, so its own stemmer still decides word forms."""
+    configs = [own, *(cfg for cfg in TS_CONFIG.values() if cfg != own)]
+    return "(" + " || ".join(f"websearch_to_tsquery('{cfg}', {text})" for cfg in configs) + ")"
+
+
+def fulltext_condition(text: str, languages: Sequence[str]) -> str:
+    """The rows of ``languages`` whose vector matches the bound ``text`` (a ``$n``)."""
+    per_language = [
+        f"(l.language = '{lang}' AND l.search_vector @@ {_query(text, TS_CONFIG[lang])})" for lang in languages
+    ]
+    return "(" + " OR ".join(per_language) + ")"
+
+
+def _words_present(stmt: _Statement, words: Sequence[str], languages: Sequence[str]) -> str:
+    """How many of ``words`` a row holds (each bound again: the ORDER BY comes after the WHERE)."""
+    return " + ".join(f"({fulltext_condition(stmt.bind(w), languages)})::int" for w in words)
+
+
+def _rank(stmt: _Statement, words: Sequence[str], languages: Sequence[str]) -> str:
+    anyof = stmt.bind(" or ".join(words))  # websearch syntax: any of the words
+    cases = " ".join(
+        f"WHEN '{lang}' THEN ts_rank(l.search_vector, {_query(anyof, TS_CONFIG[lang])})" for lang in languages
+    )
+    return f"CASE l.language {cases} END"
 
 
 @asynccontextmanager
@@ -144,15 +190,31 @@ async def count_matches(conn: asyncpg.Connection, flt: SearchFilter, match: Text
     return int(await conn.fetchval(sql, *stmt.params))
 
 
+async def count_words(conn: asyncpg.Connection, flt: SearchFilter, words: Sequence[str]) -> list[int]:
+    """For each of ``words``, how many rows of the filter match it alone (one statement)."""
+    stmt = _where(flt, None)
+    languages = _languages(flt)
+    where = [c for c in stmt.where if c not in _VISIBLE] or ["true"]
+    counts = ", ".join(f"count(*) FILTER (WHERE {fulltext_condition(stmt.bind(w), languages)})" for w in words)
+    sql = f"SELECT {counts} FROM localization_search l WHERE " + " AND ".join(where)  # noqa: S608 (constant fragments)
+    row = await conn.fetchrow(sql, *stmt.params)
+    assert row is not None
+    return [int(value) for value in row]
+
+
 async def fetch_page(
     conn: asyncpg.Connection, flt: SearchFilter, match: TextMatch | None = None, *, limit: int, offset: int
 ) -> list[asyncpg.Record]:
     """One page in the stable order: creation date, then id, both in the sort direction."""
     stmt = _where(flt, match)
     direction = "DESC" if flt.newest_first else "ASC"
+    order = f"l.created_at {direction}, l.id {direction}"
+    if isinstance(match, AnyWordsMatch):
+        languages = _languages(flt)
+        order = (f"{_words_present(stmt, match.words, languages)} DESC, "
+                 f"{_rank(stmt, match.words, languages)} DESC, {order}")
     sql = (
         f"SELECT {_COLUMNS} FROM localizations l WHERE {' AND '.join(stmt.where)} "  # noqa: S608 (constant fragments)
-        f"ORDER BY l.created_at {direction}, l.id {direction} "
-        f"LIMIT {stmt.bind(limit)} OFFSET {stmt.bind(offset)}"
+        f"ORDER BY {order} LIMIT {stmt.bind(limit)} OFFSET {stmt.bind(offset)}"
     )
     return list(await conn.fetch(sql, *stmt.params))

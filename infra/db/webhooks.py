@@ -237,12 +237,6 @@ async def get_delivery(conn: asyncpg.Connection, delivery_id: int, *, api_key_id
     return _delivery(row) if row is not None else None
 
 
-async def delivery_for_job(conn: asyncpg.Connection, job_id: str) -> Delivery | None:
-    row = await conn.fetchrow(
-        f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries d JOIN jobs j ON j.id = d.job_id WHERE d.job_id = $1",  # noqa: S608
-        job_id,
-    )
-    return _delivery(row) if row is not None else None
 
 
 async def list_attempts(conn: asyncpg.Connection, delivery_id: int) -> list[Attempt]:

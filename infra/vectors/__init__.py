@@ -61,9 +61,12 @@ def process_vector_store(settings: Settings) -> VectorStore:
         return _process_store
 
 
-def close_process_vector_store() -> None:
+def close_process_vector_store() -> bool:
+    """Close this process's store (a worker's stop); False when it was never opened."""
     global _process_store
     with _process_lock:
-        if _process_store is not None:
-            _process_store.close()
-            _process_store = None
+        if _process_store is None:
+            return False
+        _process_store.close()
+        _process_store = None
+        return True

@@ -141,11 +141,11 @@ class VectorStore(Protocol):
         vector: Sequence[float],
         *,
         limit: int,
-        language: str | None = None,
+        language: str | Sequence[str] | None = None,
         scope: Sequence[str] | None = None,
         exclude: Sequence[str] = (),
     ) -> list[Hit]:
-        """Top-``limit`` chunks; ``language`` and ``scope`` (localization ids) filter inside
+        """Top-``limit`` chunks; ``language`` (a code or several) and ``scope`` (localization ids) filter inside
         the engine's query; so does ``exclude`` (localization ids never returned: those hidden since
         indexing). An empty scope returns [] without querying."""
         ...

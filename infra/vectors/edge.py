@@ -16,6 +16,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
+from infra.results import language_codes
 from infra.vectors.base import (
     PAYLOAD_INDEXES,
     ChunkPoint,
@@ -156,15 +157,16 @@ class EdgeVectorStore:
         vector: Sequence[float],
         *,
         limit: int,
-        language: str | None = None,
+        language: str | Sequence[str] | None = None,
         scope: Sequence[str] | None = None,
         exclude: Sequence[str] = (),
     ) -> list[Hit]:
         if scope is not None and not scope:
             return []  # an empty scope never searches the whole collection
         must: list[qe.ConditionType] = []
-        if language is not None:
-            must.append(qe.FieldCondition("language", match=qe.MatchValue(language)))
+        languages = language_codes(language)
+        if languages is not None:
+            must.append(qe.FieldCondition("language", match=qe.MatchAny(languages)))
         if scope is not None:
             must.append(qe.FieldCondition("localization_id", match=qe.MatchAny(list(scope))))
         must_not: list[qe.ConditionType] = []

@@ -18,6 +18,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from infra.results import language_codes
 from infra.transient import retryable_status
 from infra.vectors.base import (
     PAYLOAD_INDEXES,
@@ -169,15 +170,16 @@ class ServerVectorStore:
         vector: Sequence[float],
         *,
         limit: int,
-        language: str | None = None,
+        language: str | Sequence[str] | None = None,
         scope: Sequence[str] | None = None,
         exclude: Sequence[str] = (),
     ) -> list[Hit]:
         if scope is not None and not scope:
             return []  # an empty scope never searches the whole collection
         must: list[models.Condition] = []
-        if language is not None:
-            must.append(models.FieldCondition(key="language", match=models.MatchValue(value=language)))
+        languages = language_codes(language)
+        if languages is not None:
+            must.append(models.FieldCondition(key="language", match=models.MatchAny(any=languages)))
         if scope is not None:
             must.append(models.FieldCondition(key="localization_id", match=models.MatchAny(any=list(scope))))
         must_not: list[models.Condition] = []

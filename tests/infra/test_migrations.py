@@ -26,8 +26,12 @@ def test_the_chain_goes_down_to_nothing_and_up_again(fresh_dsn: str) -> None:
     at_head = asyncio.run(_objects(fresh_dsn))  # fresh_dsn is migrated to head
     tables, triggers, indexes = at_head
     assert {"jobs", "job_events", "audit_events", "webhook_attempts"} <= tables
-    assert {"job_events_notify", "api_keys_notify"} <= triggers
-    assert {"audit_events_kind_created", "webhook_attempts_created"} <= indexes
+    assert {"job_events_notify", "api_keys_notify", "job_events_in_commit_order"} <= triggers
+    assert {"audit_events_kind_created", "webhook_attempts_created", "jobs_queued_dispatch"} <= indexes
+
+    command.downgrade(alembic_config(fresh_dsn), "0008")  # 0009 undone: ids from the column default again
+    _, triggers, indexes = asyncio.run(_objects(fresh_dsn))
+    assert "job_events_in_commit_order" not in triggers and "jobs_queued_dispatch" not in indexes
 
     command.downgrade(alembic_config(fresh_dsn), "0001")
     _, triggers, indexes = asyncio.run(_objects(fresh_dsn))

@@ -65,7 +65,7 @@ def _config(mode: RetrievalMode = RetrievalMode.HYBRID, top_k: int = 8, candidat
 
 
 async def _retrieve(ctx: RagContext, question: str, *, scope: Sequence[str] | None = None,
-                    language: str | None = None, mode: RetrievalMode = RetrievalMode.HYBRID,
+                    language: str | list[str] | None = None, mode: RetrievalMode = RetrievalMode.HYBRID,
                     candidates: int = 30) -> Retrieved:
     version = await resolve_read_version(ctx)
     assert version is not None
@@ -121,6 +121,20 @@ async def test_language_restricts_both_lists(ctx: RagContext) -> None:
     found = await _retrieve(ctx, ZLIB_QUESTION, language="en")
     languages = {h.chunk.language for h in [*found.hits, *found.vector_hits, *found.lexical_hits]}
     assert languages == {"en"}
+
+
+async def test_a_list_of_languages_restricts_both_lists_and_the_answer(ctx: RagContext) -> None:
+    for mode in (RetrievalMode.HYBRID, RetrievalMode.VECTOR, RetrievalMode.LEXICAL):
+        found = await _retrieve(ctx, ZLIB_QUESTION, language=["de", "en"], mode=mode)
+        languages = {h.chunk.language for h in [*found.hits, *found.vector_hits, *found.lexical_hits]}
+        assert languages == {"de", "en"} if mode is RetrievalMode.HYBRID else languages <= {"de", "en"}, mode
+    # The zlib advisory exists in ru/en/de: the two languages' localizations of it are found, the third is not.
+    found = await _retrieve(ctx, ZLIB_QUESTION, language=["de", "ru"])
+    zlib = {h.chunk.language for h in found.hits if h.chunk.localization_id in ZLIB_IDS}
+    assert zlib <= {"de", "ru"} and zlib
+    outcome = await answer_question(ctx, question=ZLIB_QUESTION, language=["de", "en"], answer_language="en",
+                                    scope=None)
+    assert outcome.status is ResultStatus.ANSWERED and {s.language for s in outcome.sources} <= {"de", "en"}
 
 
 async def test_empty_scope_finds_nothing_and_queries_nothing(ctx: RagContext) -> None:

@@ -24,6 +24,9 @@ def test_shipped_sets_cover_languages_and_kinds_and_point_at_real_articles() -> 
         tags = Counter(t for c in cases for t in c.tags)
         for tag in ("named_entity", "cve", "package", "version", "cross_language", "scoped", "topical"):
             assert tags[tag] >= 5, tag
+        entity_cases = [c for c in cases if "cross_language_entity" in c.tags]  # issue 25's shape
+        assert len(entity_cases) >= 20
+        assert Counter(c.question_language for c in entity_cases).keys() == {"ru", "en", "de"}
         for case in cases:
             assert case.expected <= corpus.keys(), case.id
             assert all(corpus[i].language == case.language for i in case.expected if case.language), case.id

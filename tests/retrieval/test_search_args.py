@@ -122,7 +122,8 @@ def test_unsupported_choice_is_rejected(field: str, value: str) -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [("page", "2"), ("page", 2.5), ("page", True), ("pageSize", "20"),
-                                              ("text", 42), ("language", ["ru"]), ("sort", 1)])
+                                              ("text", 42), ("language", 7), ("language", [1]),
+                                              ("language", {"ru": 1}), ("sort", 1)])
 def test_wrong_type_is_rejected(field: str, value: Any) -> None:
     assert rejected({field: value}).field == field
 
@@ -166,13 +167,40 @@ def test_schema_is_closed_and_lists_the_wire_names() -> None:
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     assert set(schema["properties"]) == {"text", "language", "dateFrom", "dateTo", "sort", "page", "pageSize"}
     assert set(schema["properties"]) == {f.alias or n for n, f in SearchArgs.model_fields.items()}
+    code = {"type": "string", "enum": ["ru", "en", "de"]}
     assert schema["properties"]["language"] == {
-        "type": "string", "enum": ["ru", "en", "de"], "description": schema["properties"]["language"]["description"]
+        "description": schema["properties"]["language"]["description"],
+        "anyOf": [code, {"type": "array", "items": code, "minItems": 1, "maxItems": 3, "uniqueItems": True}],
     }
     assert schema["properties"]["dateTo"]["format"] == "date"
     assert schema["properties"]["page"]["type"] == "integer"
     assert "at most 50" in schema["properties"]["pageSize"]["description"]
-    assert "null" not in str(schema) and "anyOf" not in str(schema)
+    assert "null" not in str(schema)
+    assert [name for name, prop in schema["properties"].items() if "anyOf" in prop] == ["language"]
+
+
+@pytest.mark.parametrize(("given", "normalized"), [
+    ("de", "de"), (["de"], "de"), ([" EN", "ru"], ["en", "ru"]), (["ru", "de"], ["de", "ru"]),
+    (["ru", "de", "ru"], ["de", "ru"]), (["ru", "en", "de"], ["de", "en", "ru"]), ([], None),
+])
+def test_language_takes_a_code_or_a_list_of_codes_in_one_normal_form(given: Any, normalized: Any) -> None:
+    query = normalize(language=given)
+    assert query.language == normalized
+    assert query.wire()["language"] == normalized  # echoed on the wire as normalized
+    assert NormalizedSearch.model_validate(query.wire()) == query
+
+
+@pytest.mark.parametrize("given", [["de", "fr"], ["xx"], "fr", ["en", ""]])
+def test_a_bad_code_in_a_language_list_is_rejected_by_name(given: Any) -> None:
+    error = rejected({"language": given})
+    bad = next(code for code in ([given] if isinstance(given, str) else given) if code not in ("ru", "en", "de"))
+    assert error.field == "language" and f"language {bad!r} is not supported" in error.message
+
+
+def test_a_forged_wire_language_list_is_checked_and_normalized() -> None:
+    assert NormalizedSearch.model_validate({"language": ["ru", "de"]}).language == ["de", "ru"]
+    with pytest.raises(ValueError, match="'fr' is not supported"):
+        NormalizedSearch.model_validate({"language": ["ru", "fr"]})
 
 
 @pytest.mark.parametrize(("text", "terms"), [

@@ -92,6 +92,16 @@ def test_language_filter_combines_with_scope(store: VectorStore) -> None:
     assert {h.chunk.language for h in store.search("c1", QUERY, limit=20, language="en")} == {"en"}
 
 
+def test_a_list_of_languages_filters_inside_the_query(store: VectorStore) -> None:
+    seed(store)
+    # The ten English decoys are nearer than any de/ru point: a post-filter over a top-5 finds nothing.
+    found = store.search("c1", QUERY, limit=5, language=["de", "ru"])
+    assert {(h.chunk.localization_id, h.chunk.position) for h in found} == {("in-a", 0), ("in-b", 0), ("in-b", 1)}
+    assert {h.chunk.localization_id for h in store.search("c1", QUERY, limit=5, language=["de"])} == {"in-a"}
+    assert {h.chunk.language for h in store.search("c1", QUERY, limit=20, language=["en", "ru"])} == {"en", "ru"}
+    assert store.search("c1", QUERY, limit=5, language=["de", "en"], scope=["in-b"]) == []
+
+
 def test_empty_scope_runs_no_query(store: VectorStore) -> None:
     seed(store)
     before = store.query_count

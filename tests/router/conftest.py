@@ -15,6 +15,7 @@ from infra.results import ArticlesPage, NormalizedSearch
 from infra.settings import LLMFilters, LLMMode, Settings
 from router.engine import OpenAIEngine
 from router.executor import AskCall, InProcessExecutor, ToolExecutor
+from router.gate import CollectionRelevance
 from router.ratelimit import LLMRateLimiter
 from router.service import RouterDeps
 from router.tools import default_registry
@@ -105,4 +106,5 @@ def make_deps(
         rate_limiter=rate_limiter,
         use_decision_cache=cache,
         fallback_on_llm_error=fallback,
+        relevance=CollectionRelevance(pool) if pool is not None else None,  # the request gate's signal
     )

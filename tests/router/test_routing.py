@@ -374,8 +374,9 @@ async def test_prose_then_tool_call_succeeds(llm: ScriptedLLM, settings: Setting
 async def test_declined_greeting_is_refused_without_invented_data(
     llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool
 ) -> None:
-    llm.script(Text("NO_TOOL: a greeting. Also here are 3 great articles: ..."))
-    result = await route_question(make_deps(settings, db, None), request("Привет!"))
+    # A message the gate lets through (it reads like a question); the model declines it.
+    llm.script(Text("NO_TOOL: not about the articles. Also here are 3 great articles: ..."))
+    result = await route_question(make_deps(settings, db, None), request("Расскажи мне про Ruby, а?"))
     assert result.status is ResultStatus.REFUSED and result.routed_by == "llm"
     assert result.articles is None and result.answer is None and result.sources == []
     assert result.message is not None and "статьях" in result.message and "great articles" not in result.message
@@ -411,10 +412,10 @@ async def test_json_schema_mode_decides_through_response_format(
 
 async def test_json_schema_null_tool_is_a_refusal(llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool) -> None:
     llm.script(json_decision(None, {}))  # type: ignore[arg-type]
-    # The model decides (with code-filled filters the rules would refuse "Thanks!" before asking it).
+    # The model fills the filters itself, so it is trusted: its decline stands (issue 23).
     deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA, filters=LLMFilters.MODEL)
-    result = await route_question(deps, request("Thanks!"))
-    assert result.status is ResultStatus.REFUSED and len(llm.chat_requests) == 1
+    result = await route_question(deps, request("Tell me about Bundler"))
+    assert result.status is ResultStatus.REFUSED and result.routed_by == "llm" and len(llm.chat_requests) == 1
 
 
 # ---- decision cache ----

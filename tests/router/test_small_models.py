@@ -40,19 +40,18 @@ def request(question: str, job_id: str | None = None) -> RouteRequest:
 
 # ---- no-tool outcomes (item 5) ----
 
-async def test_a_greeting_answered_in_prose_is_refused_not_failed(
+async def test_a_greeting_is_refused_by_the_gate_before_the_model_is_asked(
     llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, new_job: NewJob
 ) -> None:
     llm.script(Text("Привет! Я могу помочь с поиском статей."), Text("Чем могу помочь?"))
     job = await new_job("Привет! Как дела?")
     result = await route_question(make_deps(settings, db, None), request("Привет! Как дела?", job))
     assert result.status is ResultStatus.REFUSED and result.routed_by == "fallback"
-    assert result.message is not None and "статьях" in result.message  # the user's language, not the model's words
-    assert result.routed_reason is not None
-    assert "prose" in result.routed_reason and "no request" in result.routed_reason
-    assert result.articles is None and result.answer is None and len(llm.chat_requests) == 2
+    assert result.message is not None and "статьях" in result.message  # the user's language
+    assert result.routed_reason is not None and "small_talk" in result.routed_reason
+    assert result.articles is None and result.answer is None and llm.chat_requests == [] and llm.remaining == 2
     trail = await list_audit_events(db, job)
-    assert [e.outcome for e in trail if e.kind == "fallback"] == ["refused"]
+    assert [(e.kind, e.outcome) for e in trail] == [("fallback", "refused")]
 
 
 async def test_a_real_request_answered_in_prose_runs_the_fallback(
@@ -144,7 +143,10 @@ def test_the_grammar_binds_each_tool_to_its_own_fields() -> None:
         assert "null" not in json.dumps(arguments)  # nothing to fill with null
         assert "description" not in json.dumps(arguments)  # the grammar carries types, not prose
     search = tools[0]["properties"]["arguments"]["properties"]
-    assert search["language"]["enum"] == ["ru", "en", "de"] and search["sort"]["enum"] == ["newest", "oldest"]
+    code = {"type": "string", "enum": ["ru", "en", "de"]}
+    # One code or a list of codes; no `uniqueItems` (grammars cannot express it; duplicates are dropped).
+    assert search["language"] == {"anyOf": [code, {"type": "array", "items": code, "minItems": 1, "maxItems": 3}]}
+    assert search["sort"]["enum"] == ["newest", "oldest"]
     assert search["dateFrom"]["pattern"] == search["dateTo"]["pattern"] == DATE_PATTERN
     assert "page" not in tools[2]["properties"]["arguments"]["properties"]  # the combined tool has no paging
     for good in ("2025-03-31", "1999-12-01", "2026-02-29"):
@@ -336,7 +338,8 @@ async def test_code_filled_routing_refuses_what_the_rules_read_as_no_request_wit
     job = await new_job("find me a cheap hotel in Berlin")
     result = await route_question(deps, request("find me a cheap hotel in Berlin", job))
     assert result.status is ResultStatus.REFUSED and result.routed_by == "fallback" and llm.chat_requests == []
-    assert result.routed_reason is not None and "the LLM was not asked" in result.routed_reason
+    assert result.routed_reason is not None and "request gate" in result.routed_reason
+    assert "no LLM was asked" in result.routed_reason
     trail = await list_audit_events(db, job)
     assert [(e.kind, e.outcome) for e in trail] == [("fallback", "refused")]
     # A request still goes to the model.

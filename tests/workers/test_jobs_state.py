@@ -176,6 +176,22 @@ async def test_release_after_a_transient_error_then_run_again(pool: asyncpg.Pool
         assert await _kinds(conn, job.id) == ["queued", "running", "requeued", "running", "failed"]
 
 
+async def test_a_queued_job_unclaimed_past_the_grace_is_sent_again_once_per_grace(pool: asyncpg.Pool) -> None:
+    async with pool.acquire() as conn:
+        job = await _new_job(conn, webhook=None)
+        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # its message is fresh
+        await conn.execute("UPDATE jobs SET dispatched_at = now() - interval '31 seconds' WHERE id = $1", job.id)
+        assert job.id in await jobs_db.sweep_undispatched(conn, grace_s=30)
+        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # sent now: not again at once
+        claimed = await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S)
+        assert claimed is not None and claimed.attempts == 1  # the re-sent message claims it as usual
+        await conn.execute("UPDATE jobs SET dispatched_at = now() - interval '1 hour' WHERE id = $1", job.id)
+        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # running: not the sweep's
+        assert await jobs_db.release_job(conn, job.id, attempt=1, retry_in_s=90, reason="r", message_in_s=60)
+        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # its retry is due in 60 s
+        assert await _kinds(conn, job.id) == ["queued", "requeued", "running", "requeued"]
+
+
 async def test_cancel_only_while_queued(pool: asyncpg.Pool) -> None:
     async with pool.acquire() as conn:
         job = await _new_job(conn)

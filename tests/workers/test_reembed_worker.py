@@ -134,3 +134,59 @@ async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
         assert store.count(done.collection) == sum(expected.values()) == done.embedded + done.skipped
     finally:
         store.close()
+
+
+@pytest.mark.slow
+async def test_sigterm_of_the_vector_worker_mid_run_closes_everything_and_the_run_resumes(
+    rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """A warm shutdown (SIGTERM, what `turnout up`'s Ctrl-C sends) during a re-embedding run: the
+    running batch ends, the worker's stop hooks close its pools, Redis clients and the Qdrant Edge
+    shard, and it exits by itself; a new worker resumes the run, which ends with every chunk once."""
+    import psutil
+
+    stack = rag_settings.model_copy(update={"redis_prefix": rag_settings.redis_prefix + "rag-sigterm:",
+                                            "data_dir": tmp_path})
+    env = {"TURNOUT_DATABASE_URL": stack.database_url, "TURNOUT_REDIS_PREFIX": stack.redis_prefix,
+           "TURNOUT_DATA_DIR": str(tmp_path)}
+    app = create_celery(stack)
+    llm.on_chat(answer_from_passage)  # an answer the answer check accepts
+    extra = generated(48)
+    await load(rag_db, CORPUS + extra)
+
+    worker = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)
+    try:
+        assert (await asyncio.to_thread(_ask, app, "anything", []))["status"] == "no_results"  # worker is up
+        run_id = await start_reembed_run(rag_db, ids=[r.id for r in CORPUS + extra], batch_size=2, settings=stack)
+        await _wait(rag_db, run_id, lambda r: r.done >= 4, 60)
+        assert worker.proc is not None
+        group = [worker.proc.pid, *(p.pid for p in psutil.Process(worker.proc.pid).children(recursive=True))]
+        await asyncio.to_thread(worker.stop)  # SIGTERM; SIGKILL only after 20 s
+        assert worker.proc.returncode == 0, worker.log_text()[-3000:]  # it exited by itself
+        log = worker.log_text()
+        assert "worker stop: vector store closed" in log, log[-3000:]
+        assert "thread runtime(s) (PostgreSQL pools, Redis clients)" in log, log[-3000:]
+        assert "Task was destroyed" not in log and "Unclosed" not in log, log[-3000:]
+        assert not [pid for pid in group if psutil.pid_exists(pid)
+                    and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]  # no process left
+        stopped = await runs_db.get_run(rag_db, run_id)
+        assert stopped is not None and stopped.status == "running" and stopped.done < stopped.total
+
+        worker = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)  # resumes at start
+        done = await _wait(rag_db, run_id, lambda r: r.status != "running", 120)
+        assert done.status == "succeeded", done.error
+        assert (done.done, done.failed, done.pending_batches) == (done.total, 0, 0)
+        answered = await asyncio.to_thread(_ask, app, "What happened to the tram line in district 7?")
+        assert answered["status"] == "answered"  # the collection is readable
+    finally:
+        await asyncio.to_thread(worker.stop)
+
+    store = EdgeVectorStore(tmp_path / "qdrant")  # the shard was released: this process opens it
+    try:
+        visible = [r for r in CORPUS + extra if r.id != HIDDEN_ID]
+        expected = {r.id: len(chunk_localization(r.title, r.plain_text(), r.summary)) for r in visible}
+        chunks = store.chunks_of(done.collection, list(expected))
+        assert max(Counter((c.localization_id, c.position) for c in chunks).values()) == 1  # no chunk twice
+        assert Counter(c.localization_id for c in chunks) == Counter(expected)  # nothing missing
+    finally:
+        store.close()

@@ -63,3 +63,46 @@ def test_suite_fails_when_a_service_is_down(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(services, "TEST_REDIS_URL", "redis://127.0.0.1:1/0")
     with pytest.raises(RuntimeError, match="Redis is not reachable"):
         services.require_redis()
+
+
+def test_a_connection_closed_while_the_worker_idles_is_replaced_on_acquire(settings: object) -> None:
+    """Between tasks a worker thread's loop does not run, so nothing notices a server closing a
+    pooled connection (a restart, a terminated backend). The next task must get a fresh one, not
+    fail on the dead one (a plain query: no retry here)."""
+    import asyncio
+
+    import asyncpg
+
+    from workers._runtime import Runtime, current_runtime
+
+    async def backend(rt: Runtime) -> int:
+        pid: int = await (await rt.pool()).fetchval("SELECT pg_backend_pid()")
+        return pid
+
+    async def terminate(pid: int) -> None:
+        conn = await asyncpg.connect(current_runtime().settings.database_url)
+        try:
+            assert await conn.fetchval("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await conn.close()
+
+    outcome: list[object] = []
+
+    def body() -> None:
+        rt = current_runtime()
+        try:
+            first = run_in_task(backend, timeout_s=10)
+            asyncio.run(terminate(first))
+            time.sleep(0.3)  # the server has closed it; this thread's loop is idle meanwhile
+            outcome.extend([first, run_in_task(backend, timeout_s=10)])
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            rt.loop.run_until_complete(rt.aclose())
+            rt.loop.close()
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join(timeout=30)
+    assert len(outcome) == 2, outcome
+    assert outcome[0] != outcome[1]  # a new backend answered

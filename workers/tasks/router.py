@@ -9,7 +9,10 @@ The API's message carries the question as submitted (`submitted`), so routing st
 claim is in flight: the decision cache and the LLM round run beside it, not after it. Nothing is
 executed and nothing is written until the claim holds (`before_tool`, the journal waits for it);
 a job that turns out not to be this runner's costs at most that LLM round. A message without it
-(the sweeper's, a retry's) claims first and routes what the claim read. Outcomes:
+(the sweeper's, a retry's) claims first and routes what the claim read. The claim runs again on a
+fresh connection when its own was dead (a restarted server); when PostgreSQL stays out of reach the
+message is sent back to the queue (`ClaimUnreachable` -> Celery's retry), never acknowledged and
+dropped. Outcomes:
 - route_question returns  -> succeeded with the result (its first page cached for pagination);
 - RoutingFailed           -> failed with {code, message} and the usage spent;
 - a service was down      -> back to queued, retried after a pause (bounded by job_max_attempts);
@@ -27,12 +30,14 @@ import random
 import threading
 from typing import Any, Literal
 
+import asyncpg
 import kombu.exceptions
-from celery import Task, signals
+from celery import Task
 from redis.exceptions import RedisError
 
 from infra.db import jobs as jobs_db
 from infra.db.journal import Narration
+from infra.db.pool import DatabaseUnavailable
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import Settings, get_settings
@@ -43,12 +48,14 @@ from router.hooks import RunHooks
 from router.language import warm_up
 from router.service import RouteRequest, route_question
 from workers import registry
+from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
 from workers.app import process_app
 from workers.base import run_async, turnout_task
 from workers.deps import router_deps
 from workers.dispatch import send_run_job, send_webhook
 from workers.journal import Journal
+from workers.lifecycle import WorkerContext
 
 log = logging.getLogger("turnout.jobs")
 
@@ -71,52 +78,65 @@ class LeaseLost(Exception):
     """Another runner (after a sweep) owns the job now; this one must stop without writing."""
 
 
+class ClaimUnreachable(Exception):
+    """PostgreSQL could not be reached for the claim, also after retrying: the job is still queued
+    and its message goes back to the queue (a new one, after a pause) instead of being dropped."""
+
+
 class NotClaimed(Exception):
     """The job was not this runner's to run (see `execute_job`); routing started early must stop."""
 
 
-# A job waits for search/rag tasks. In a worker that also consumes those queues, jobs holding
-# every thread would wait for tasks no thread is left to run (until the job deadline): the job
-# runner leaves one thread free for the other queues (and the sweeper, and webhooks) and sends
-# a job that finds no free slot back to the queue for a moment. Sized at worker start-up.
-_job_slots: threading.BoundedSemaphore | None = None
-_job_slots_sizing: tuple[int, int] | None = None  # (slots, threads) once sized, for the start-up log
+class JobSlots:
+    """A worker hook (workers/lifecycle.py). A job waits for search/rag tasks. In a worker that also
+    consumes those queues, jobs holding every thread would wait for tasks no thread is left to run
+    (until the job deadline): the job runner leaves one thread free for the other queues (and the
+    sweeper, and webhooks) and sends a job that finds no free slot back to the queue for a moment.
+    Sized at the worker's start; the language detector is built then too, before the first question."""
+
+    name = "job slots"
+
+    def __init__(self) -> None:
+        self.slots: threading.BoundedSemaphore | None = None
+        self._sizing: tuple[int, int] | None = None  # (slots, threads), said at the first job
+
+    def start(self, worker: WorkerContext) -> None:
+        if Queue.ROUTER.value not in worker.queues:
+            return
+        if worker.concurrency is not None and worker.queues - {Queue.ROUTER.value}:
+            self._sizing = (max(1, worker.concurrency - 1), worker.concurrency)
+            self.slots = threading.BoundedSemaphore(self._sizing[0])
+        warm_up()
+
+    def stop(self, worker: WorkerContext) -> None:
+        self.slots, self._sizing = None, None
+
+    def try_acquire(self) -> tuple[bool, threading.BoundedSemaphore | None]:
+        """(a slot is free, the semaphore to release after the job: None when jobs are not limited here)."""
+        slots = self.slots
+        if self._sizing is not None:  # logging is set up by now (at the worker's init it was not)
+            log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *self._sizing)
+            self._sizing = None
+        if slots is None:
+            return True, None
+        return (True, slots) if slots.acquire(blocking=False) else (False, None)
+
+
+JOB_SLOTS = JobSlots()
 SLOT_RETRY_S = (0.2, 1.0)  # jittered pause before a job without a slot is offered again
-
-
-@signals.worker_init.connect
-def _prepare_job_runner(sender: Any = None, **_: Any) -> None:
-    """Size the job slots of a worker that consumes other queues too; build the language
-    detector before the first question of a worker that runs jobs."""
-    global _job_slots, _job_slots_sizing
-    try:
-        consumed = set(sender.app.amqp.queues.consume_from or {})
-    except AttributeError:  # not a worker
-        return
-    if Queue.ROUTER.value not in consumed:
-        return
-    concurrency = getattr(sender, "concurrency", None)
-    if isinstance(concurrency, int) and consumed - {Queue.ROUTER.value}:
-        _job_slots = threading.BoundedSemaphore(max(1, concurrency - 1))
-        _job_slots_sizing = (max(1, concurrency - 1), concurrency)
-    warm_up()
-
-
-@signals.worker_ready.connect
-def _report_job_slots(**_: Any) -> None:
-    # Said once the worker's logging is set up (at worker_init it is not, and the line was lost).
-    if _job_slots_sizing is not None:
-        log.info("job runner: at most %d concurrent job(s) in this worker (of %d threads)", *_job_slots_sizing)
 
 
 @turnout_task(registry.RUN_JOB, time_limit_s=_limit, bind=True, max_retries=None)
 def run_job(self: Task, job_id: str, submitted: dict[str, Any] | None = None) -> str:
-    slots = _job_slots
-    if slots is not None and not slots.acquire(blocking=False):
+    free, slots = JOB_SLOTS.try_acquire()
+    if not free:
         # Not claimed yet, so the job is still queued: re-offer the message shortly (no thread waits).
         raise self.retry(countdown=random.uniform(*SLOT_RETRY_S))
     try:
         return run_async(lambda rt: execute_job(rt, job_id, submitted), timeout_s=_limit(get_settings()))
+    except ClaimUnreachable as exc:
+        log.warning("job %s: %s; its message goes back to the queue in %.0fs", job_id, exc, RETRY_PAUSE_S)
+        raise self.retry(countdown=RETRY_PAUSE_S) from exc
     finally:
         if slots is not None:
             slots.release()
@@ -137,8 +157,7 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
             routing = await _start_routing(rt, _submitted_request(job_id, submitted), journal, claimed)
             await asyncio.sleep(0)  # routing sends its first requests (cache, rate limit) before the claim
     try:
-        async with pool.acquire() as conn:
-            job = await jobs_db.claim_job(conn, job_id, lease_s=settings.job_lease_s)
+        job = await _claim(pool, job_id, settings.job_lease_s)
     except BaseException:
         await _abandon(routing, journal, claimed)
         raise
@@ -167,14 +186,38 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
         return await _finish_failed(
             rt, job_id, attempt, "internal_error", "the job failed on an internal error (logged); submit it again", {}
         )
-    async with pool.acquire() as conn:
-        finished = await jobs_db.finish_job(
-            conn, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
-            usage=result.usage.wire(),
-            event_data={"resultType": result.result_type.value, "status": result.status.value},
-            narration=narration,
-        )
+    finished = await _finish(
+        pool, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
+        usage=result.usage.wire(),
+        event_data={"resultType": result.result_type.value, "status": result.status.value},
+        narration=narration,
+    )
     return _after_finish(rt, job_id, finished, "succeeded")
+
+
+async def _finish(pool: asyncpg.Pool, job_id: str, **final: Any) -> jobs_db.Finished | None:
+    """`finish_job`, again on a fresh connection when its own was dead. Safe to repeat: the write is
+    fenced by the attempt (a repeat after a commit whose reply was lost finds the job final: None)."""
+
+    async def finish() -> jobs_db.Finished | None:
+        async with pool.acquire() as conn:
+            return await jobs_db.finish_job(conn, job_id, **final)
+
+    return await with_db_retries(finish, log=log, pool=pool)
+
+
+async def _claim(pool: asyncpg.Pool, job_id: str, lease_s: float) -> jobs_db.JobRow | None:
+    """The claim, again on a fresh connection when its own was dead (a restarted server leaves
+    every pooled connection dead); ClaimUnreachable when PostgreSQL stays out of reach."""
+
+    async def claim() -> jobs_db.JobRow | None:
+        async with pool.acquire() as conn:
+            return await jobs_db.claim_job(conn, job_id, lease_s=lease_s)
+
+    try:
+        return await with_db_retries(claim, log=log, pool=pool)
+    except DatabaseUnavailable as exc:
+        raise ClaimUnreachable(str(exc)) from exc
 
 
 def _submitted_request(job_id: str, submitted: dict[str, Any]) -> RouteRequest:
@@ -297,10 +340,8 @@ async def _finish_failed(
 ) -> Outcome:
     pool = await rt.pool()
     error = {"code": code, "message": message}
-    async with pool.acquire() as conn:
-        finished = await jobs_db.finish_job(
-            conn, job_id, attempt=attempt, status=JobStatus.FAILED, result=None, error=error, usage=usage
-        )
+    finished = await _finish(pool, job_id, attempt=attempt, status=JobStatus.FAILED, result=None, error=error,
+                             usage=usage)
     return _after_finish(rt, job_id, finished, "failed")
 
 
@@ -317,7 +358,7 @@ async def _release(rt: Runtime, job_id: str, attempt: int, exc: BaseException) -
     async with pool.acquire() as conn:
         # The lease outlasts the delayed message: if that message is lost, the sweeper sends another.
         released = await jobs_db.release_job(
-            conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason
+            conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason, message_in_s=pause
         )
     if released:
         send_run_job(process_app(), settings, job_id, countdown=pause)

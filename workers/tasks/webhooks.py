@@ -127,6 +127,7 @@ def _client(rt: Runtime) -> httpx.AsyncClient:
     if client is None:
         client = pinned_client(timeout_s=rt.settings.webhook_timeout_s, allow_private=rt.settings.webhook_allow_private)
         rt.extras["webhooks.http"] = client
+        rt.close_with(client.aclose)
     return client
 
 

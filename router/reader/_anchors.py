@@ -1,0 +1,385 @@
+"""Period anchors: the things a period is named by (a year, a month of a year, a day, a season,
+a quarter, a half, a part of a year, a decade, this/last/the one before last + a unit, N units
+ago, the past N units). Each parser looks at the tokens from one index and returns the anchor
+and where it ends, or None; `anchor_at` tries them in turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
+
+from router.reader import _lexicon as lx
+from router.reader._calendar import months_span, shift, unit_span
+from router.reader._numbers import amount, unit_at
+from router.reader._tokens import Token, standalone_number
+
+
+@dataclass(frozen=True)
+class Anchor:
+    first: int  # token span [first, next)
+    next: int
+    start: date
+    end: date
+    kind: str  # "day", "month", "year", "relative", "rolling", ...
+    year_given: bool = True  # False: the latest such period that has begun ("in March")
+    refit: Callable[[int], Anchor] | None = None  # the same anchor in another year (ranges)
+    earliest: date | None = None  # a period the phrase may also mean ("early 2025" may run to June)
+    latest: date | None = None
+    rolling: bool = False  # a window that ends today; its start is pinned
+    to_options: tuple[date | None, ...] | None = None  # special dateTo conventions ("this week")
+    tolerance: int = 0
+
+
+def _fold(tokens: list[Token], i: int) -> str:
+    return tokens[i].fold if 0 <= i < len(tokens) else ""
+
+
+def _year_number(tokens: list[Token], i: int) -> int | None:
+    number = standalone_number(tokens, i) if i < len(tokens) else None
+    return number if number is not None and 1900 <= number <= 2099 and len(tokens[i].text) == 4 else None
+
+
+def _skip(tokens: list[Token], i: int, words: frozenset[str]) -> int:
+    while i < len(tokens) and tokens[i].fold in words:
+        i += 1
+    return i
+
+
+_OF = frozenset({"of", "the", "des", "dem", "от"})
+
+
+def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | None:
+    """ "2025", "2025 года", "of last year", "прошлого года", "letzten Jahres", "the year before last"."""
+    j = _skip(tokens, i, _OF)
+    year = _year_number(tokens, j)
+    if year is not None:
+        k = j + 1
+        if _fold(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-"):
+            k += 1
+        return year, k
+    offset = lx.relative(_fold(tokens, j))
+    if offset is not None and lx.UNITS.get(_fold(tokens, j + 1)) == "year":
+        return today.year + offset, j + 2
+    if lx.UNITS.get(_fold(tokens, j)) == "year" and (_fold(tokens, j + 1), _fold(tokens, j + 2)) == lx.BEFORE_LAST:
+        return today.year - 2, j + 3
+    if lx.COMPOUND_RELATIVE.get(_fold(tokens, j), ("", 0))[0] == "year":
+        return today.year + lx.COMPOUND_RELATIVE[_fold(tokens, j)][1], j + 1
+    return None
+
+
+def _latest(today: date, span: Callable[[int], tuple[date, date]]) -> int:
+    """The year of the latest such period that has begun (a period named without its year)."""
+    return today.year if span(today.year)[0] <= today else today.year - 1
+
+
+def _in_year(tokens: list[Token], first: int, i: int, today: date, kind: str,
+             span: Callable[[int], tuple[date, date]], **extra: object) -> Anchor:
+    """An anchor inside a year: that year when one follows, else the latest that has begun."""
+    spec = year_spec(tokens, i, today)
+
+    def at(year: int, given: bool, end_index: int) -> Anchor:
+        start, end = span(year)
+        return Anchor(first, end_index, start, end, kind, year_given=given,
+                      refit=lambda y: at(y, True, end_index), **extra)  # type: ignore[arg-type]
+
+    if spec is not None:
+        return at(spec[0], True, spec[1])
+    return at(_latest(today, span), False, i)
+
+
+def _iso(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    text = tokens[i].text
+    if len(text) != 10 or text[4] != "-":
+        return None
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        return None
+    return Anchor(i, i + 1, day, day, "day")
+
+
+def _dotted(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "15.03.2019", "1.4.2025": a day written the German and Russian way."""
+    if i + 2 >= len(tokens) or tokens[i].after != "." or tokens[i + 1].after != ".":
+        return None
+    parts = [tokens[j].text for j in (i, i + 1, i + 2)]
+    if not all(p.isdigit() for p in parts) or len(parts[2]) != 4 or len(parts[0]) > 2 or len(parts[1]) > 2:
+        return None
+    try:
+        day = date(int(parts[2]), int(parts[1]), int(parts[0]))
+    except ValueError:
+        return None
+    return Anchor(i, i + 3, day, day, "day")
+
+
+def _day_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """A day of month: "3", "3rd", "3." (German), "3-го"; the index after it."""
+    if i >= len(tokens):
+        return None
+    match = lx.DAY_SUFFIX.match(tokens[i].fold)
+    if match:
+        return int(match.group(1)), i + 1
+    if tokens[i].text.isdigit() and len(tokens[i].text) <= 2 and 1 <= int(tokens[i].text) <= 31:
+        if tokens[i].after == "-" and _fold(tokens, i + 1) in ("го", "е", "м"):
+            return int(tokens[i].text), i + 2
+        if tokens[i].after.strip() in ("", ".", ","):
+            return int(tokens[i].text), i + 1
+    return None
+
+
+def _month_at(tokens: list[Token], i: int) -> int | None:
+    return lx.month(_fold(tokens, i))
+
+
+def _day(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    found = _day_number(tokens, i)
+    if found is not None:  # "3 March 2025", "the 3rd of March", "3. März", "3 марта"
+        day, j = found
+        j = _skip(tokens, j, frozenset({"of"}))
+        month = _month_at(tokens, j)
+        if month is None:
+            return None
+        return _dated(tokens, i, j + 1, day, month, today)
+    month = _month_at(tokens, i)
+    found = _day_number(tokens, i + 1) if month is not None else None
+    if month is None or found is None:  # "March 3, 2025", "March 3rd"
+        return None
+    return _dated(tokens, i, found[1], found[0], month, today)
+
+
+def _dated(tokens: list[Token], first: int, i: int, day: int, month: int, today: date) -> Anchor | None:
+    def span(year: int) -> tuple[date, date]:
+        single = date(year, month, min(day, 28 if month == 2 and year % 4 else day))
+        return single, single
+    try:
+        date(2000, month, day)
+    except ValueError:
+        return None
+    return _in_year(tokens, first, i, today, "day", span)
+
+
+def _month(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    month = _month_at(tokens, i)
+    if month is None:
+        return None
+    anchor = _in_year(tokens, i, i + 1, today, "month", lambda y: months_span(y, month, 1))
+    if not anchor.year_given and tokens[i].fold in lx.AMBIGUOUS_MONTHS:
+        return replace(anchor, kind="bare-month")  # "may", "Jan": a month only after an operator
+    return anchor
+
+
+def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    first = lx.SEASONS.get(_fold(tokens, i))
+    if first is None:
+        return None
+    def span(year: int) -> tuple[date, date]:
+        return months_span(year, first, 3)
+    anchor = _in_year(tokens, i, i + 1, today, "season", span)
+    if first == 12:  # winter Y: December Y..February Y+1; January and February of Y count too
+        anchor = replace(anchor, earliest=date(anchor.start.year, 1, 1))
+    return anchor if anchor.year_given else replace(anchor, kind="bare-season")
+
+
+def _ordinal_unit(tokens: list[Token], i: int) -> tuple[str, int, int] | None:
+    """ "Q1", "H2", "first quarter", "1. Quartal", "второе полугодие", "the first half of"."""
+    fold = _fold(tokens, i)
+    if fold in lx.QUARTER_CODES:
+        return "quarter", lx.QUARTER_CODES[fold], i + 1
+    if fold in lx.HALF_CODES:
+        return "half", lx.HALF_CODES[fold], i + 1
+    n = lx.ordinal(fold)
+    if n is None:
+        return None
+    word = _fold(tokens, i + 1)
+    if word in lx.HALF_WORDS and n <= 2:
+        j = i + 2
+        if _fold(tokens, j) in ("of", "des") and lx.UNITS.get(_fold(tokens, j + 1)) == "year":
+            j += 2  # "the first half of the year"
+        return "half", n, j
+    unit = unit_at(tokens, i + 1)
+    if unit is not None and unit[0] in ("quarter", "half") and (unit[0] == "quarter" or n <= 2):
+        return unit[0], n, unit[1]
+    return None
+
+
+def _quarter_or_half(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    found = _ordinal_unit(tokens, i)
+    if found is None:
+        return None
+    unit, n, j = found
+    size = 3 if unit == "quarter" else 6
+    return _in_year(tokens, i, j, today, unit, lambda y: months_span(y, size * (n - 1) + 1, size))
+
+
+def _part(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "early 2025", "mid-2025", "the end of 2024", "в начале 2025 года", "Ende 2024", "начала года"."""
+    part = lx.PARTS.get(_fold(tokens, i))
+    if part is None:
+        return None
+    j = _skip(tokens, i + 1, _OF)
+    spec = year_spec(tokens, j, today)
+    if spec is None and lx.UNITS.get(_fold(tokens, j)) == "year":
+        spec = (today.year, j + 1)  # "с начала года", "since the beginning of the year"
+    if spec is None:
+        return None
+    year, end_index = spec
+    canonical, earliest, latest = {
+        "early": ((1, 3), date(year, 1, 1), date(year, 6, 30)),
+        "mid": ((5, 4), date(year, 4, 1), date(year, 9, 30)),
+        "late": ((10, 3), date(year, 7, 1), date(year, 12, 31)),
+    }[part]
+    start, end = months_span(year, canonical[0], canonical[1])
+    return Anchor(i, end_index, start, end, "part", earliest=earliest, latest=latest)
+
+
+def _decade(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    first = lx.decade(_fold(tokens, i))
+    j = i + 1
+    if first is None and tokens[i].text.isdigit() and tokens[i].after in ("-", "") \
+            and _fold(tokens, i + 1) in lx.DECADE_SUFFIXES:
+        first, j = lx.decade_number(tokens[i].text), i + 2  # "2000-х", "90-е"
+    if first is None:
+        return None
+    if _fold(tokens, j) in ("годы", "годах", "годов", "годам", "jahre", "jahren", "years"):
+        j += 1
+    return Anchor(i, j, date(first, 1, 1), date(first + 9, 12, 31), "decade")
+
+
+def _year(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    j = i + 1 if _fold(tokens, i) in ("year", "jahr", "jahre", "jahres") else i
+    year = _year_number(tokens, j)
+    if year is None:
+        return None
+    k = j + 1
+    if _fold(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-", "."):
+        k += 1
+    return Anchor(i, k, date(year, 1, 1), date(year, 12, 31), "year")
+
+
+def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "three months ago", "три месяца назад", "год назад", "vor drei Wochen", "vor einem Jahr"."""
+    german = _fold(tokens, i) == "vor"
+    found = amount(tokens, i + 1 if german else i)
+    if found is None and not german:  # "год назад", "неделю назад": one unit
+        unit = unit_at(tokens, i)
+        j = unit[1] if unit else i
+        if unit is None or _fold(tokens, j) not in lx.AGO:
+            return None
+        start, end = unit_span(unit[0], shift(today, unit[0], -1))
+        return Anchor(i, j + 1, start, end, "ago")
+    if found is None:
+        return None
+    j = found.next
+    if not german:
+        if _fold(tokens, j) == "тому":
+            j += 1
+        if _fold(tokens, j) not in lx.AGO:
+            return None
+        j += 1
+    start, end = unit_span(found.unit, shift(today, found.unit, -found.count))
+    return Anchor(i, j, start, end, "ago")
+
+
+def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "the past 10 weeks", "last 3 months", "за последние полгода", "in den letzten drei Monaten",
+    "the past year", "за последний месяц": a window that ends today."""
+    j = i + 1 if _fold(tokens, i) == "the" else i
+    word = _fold(tokens, j)
+    if not lx.ROLLING.match(word):
+        return None
+    found = amount(tokens, j + 1)
+    if found is not None:
+        if found.unit in ("quarter", "half"):
+            count, unit = found.count * (3 if found.unit == "quarter" else 6), "month"
+        else:
+            count, unit = found.count, found.unit
+        return _window(i, found.next, shift(today, unit, -count), today)
+    single = unit_at(tokens, j + 1)
+    # "the past year", "past month", "за последний год" (not "last year": the calendar one)
+    if single is None or _fold(tokens, j + 1) in lx.PLURAL_UNITS or not (j > i or word == "past" or word.startswith("последн")):
+        return None
+    unit, k = single
+    if unit == "week" and not word.startswith("последн"):
+        return None  # "the past week" is read as "last week"
+    months = {"quarter": 3, "half": 6}.get(unit)
+    return _window(i, k, shift(today, "month", -months) if months else shift(today, unit, -1), today)
+
+
+def duration_window(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "drei Wochen", "einem halben Jahr" after "seit": the window of that length up to today."""
+    found = amount(tokens, i)
+    if found is None or found.unit in ("quarter", "half"):
+        return None
+    if _fold(tokens, found.next) in lx.AGO:
+        return None
+    return _window(i, found.next, shift(today, found.unit, -found.count), today)
+
+
+def _window(first: int, next_index: int, start: date, today: date) -> Anchor:
+    return Anchor(first, next_index, start, today, "rolling", rolling=True, to_options=(today, None), tolerance=1)
+
+
+def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """this/last/previous/next/the one before last + a unit; a season or month of such a year."""
+    j = i + 1 if _fold(tokens, i) == "the" else i
+    fold = _fold(tokens, j)
+    days_back = lx.days_back(tokens, j)
+    if days_back is not None:
+        day = today - timedelta(days=days_back[0])
+        return Anchor(i, days_back[1], day, day, "relative", to_options=(day, today) if days_back[0] == 1 else None)
+    if fold in lx.COMPOUND_RELATIVE:
+        compound_unit, compound_offset = lx.COMPOUND_RELATIVE[fold]
+        return _unit_offset(i, j + 1, compound_unit, compound_offset, today)
+    offset = lx.relative(fold)
+    unit = unit_at(tokens, j + 1) if offset is not None else unit_at(tokens, j)
+    if unit is not None and _fold(tokens, unit[1] - 1) in lx.PLURAL_UNITS:
+        return None  # "in den letzten Jahren": recent years, not last year
+    if offset is None and unit is not None and (_fold(tokens, unit[1]), _fold(tokens, unit[1] + 1)) == lx.BEFORE_LAST:
+        return _unit_offset(i, unit[1] + 2, unit[0], -2, today)  # "the year before last"
+    if offset is None:
+        return None
+    if unit is not None and unit[0] == "year" and _fold(tokens, unit[1]) == "s" \
+            and tokens[unit[1]].before in ("'", "’"):
+        of_year = _season(tokens, unit[1] + 1, today) or _month(tokens, unit[1] + 1, today)
+        if of_year is not None and of_year.refit is not None:  # "last year's November"
+            return replace(of_year.refit(today.year + offset), first=i, kind="relative")
+    if unit is not None:
+        return _unit_offset(i, unit[1], unit[0], offset, today)
+    named = _season(tokens, j + 1, today) or _month(tokens, j + 1, today)
+    if named is None or named.year_given or named.refit is None:
+        return None
+    # "last summer", "прошлым летом", "letzten März": the latest one that has ended (this: this year's)
+    latest_started = named.start.year
+    if offset < 0:
+        latest_ended = latest_started if named.end < today else latest_started - 1
+        year = latest_ended + offset + 1
+    else:
+        year = latest_started + offset
+    found = named.refit(year)
+    return replace(found, first=i, next=named.next, kind="relative")
+
+
+def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: date) -> Anchor:
+    start, end = unit_span(unit, shift(today, unit, offset))
+    if unit == "week" and offset == 0:
+        return Anchor(first, next_index, start, end, "relative", to_options=(today, None))
+    if unit == "week" and offset == -1:  # the previous calendar week, or the seven days up to today
+        return Anchor(first, next_index, start, end, "relative", to_options=(end, today, None), latest=today)
+    return Anchor(first, next_index, start, end, "relative")
+
+
+_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _quarter_or_half, _part, _day, _month, _season, _decade, _year)
+
+
+def anchor_at(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    for parse in _PARSERS:
+        found = parse(tokens, i, today)
+        if found is not None:
+            return found
+    return None
+
+
+def bare_day(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """A day number alone, the start of "from 3 to 17 March", "с 1 по 14 февраля"."""
+    return _day_number(tokens, i)

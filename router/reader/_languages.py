@@ -1,0 +1,127 @@
+"""Language cues: which languages' articles the question asks for, told apart from the
+language it wants the answer in.
+
+Each naming of a language is found with its form: an adjective on the articles ("German
+articles", "немецкие статьи", "russische Beiträge") always names the articles; a phrase
+("in German", "auf Deutsch", "на немецком", "по-немецки") names the answer when an answer verb
+governs it ("answer in English", "fass sie auf Deutsch zusammen", "перескажи их на русском") or
+when it trails a question that already names the articles' language; otherwise the articles.
+Several articles' languages ("the Russian and the German announcements") are kept as a list;
+"in all languages" means no filter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from infra.results import Language
+
+
+def _r(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE | re.UNICODE)
+
+
+_ALL_LANGUAGES = _r(
+    r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
+    r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
+    r"|\bmultilingual\b"
+    r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|любых|любом)\s+язык\w*"
+    r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
+    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+in\s+welcher\s+sprache"
+    r"|\bsprachunabhängig\w*|\bunabhängig\s+von\s+der\s+sprache|\balle\s+sprachen\b"
+)
+_STEMS: tuple[tuple[str, Language], ...] = (
+    (r"german|deutsch\w*|немецк\w*|по-немецки", "de"),
+    (r"english|englisch\w*|английск\w*|англоязычн\w*|по-английски", "en"),
+    (r"russian|russisch\w*|русск\w*|русскоязычн\w*|по-русски", "ru"),
+)
+_MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code in _STEMS) + r")(?![\w-])")
+# "in German", "auf Deutsch", "на немецком (языке)", "по-немецки": a phrase, not an adjective.
+_PHRASE_BEFORE = _r(r"(?:\b(?:in|auf)|(?<!\w)на)\s+$")
+_PHRASE_WORD = _r(r"^(?:по-\w+|deutsch|englisch|russisch|english|german|russian|немецком|английском|русском)$")
+_ANSWER_VERB = _r(
+    r"\b(?:answer\w*|reply|respond|write|summari[sz]e|explain|recap|retell|translate|tell)\b"
+    r"|(?<!\w)(?:ответ\w*|напиши|пиши|перескажи|обобщи|резюмируй|объясни|расскажи|опиши|переведи)(?!\w)"
+    r"|\b(?:antworte\w*|antwort|schreib\w*|fass\w*|erkläre?|erklär|beschreibe|übersetze)\b"
+)
+# A verb the phrase governs from after it ("auf Deutsch zusammenfassen / antworten / erklären").
+_ANSWER_VERB_AFTER = _r(
+    r"^\s*(?:language\s+)?(?:языке\s+)?(?:bitte\s+)?(?:zusammen\w*|antworten|beantworten|erklären|erklärt|beschreiben)\b"
+)
+_PLEASE_END = _r(r"^\s*,?\s*please\s*[.!]?\s*$")
+_END = _r(r"^(?:\s*(?:языке|sprache))?\s*(?:,?\s*(?:please|bitte|пожалуйста))?\s*[.!?]*\s*$")
+
+
+@dataclass(frozen=True)
+class LanguageCues:
+    """What the question itself says about languages."""
+
+    named: Language | None  # the articles' language the question names, when it names one only
+    all_languages: bool  # "in any/all languages": no filter
+    answer: Language | None  # the answer's language the question asks for
+    rest: str  # the question without its language cues
+    several: tuple[Language, ...] = ()  # every articles' language it names (two or more: a list)
+
+
+@dataclass(frozen=True)
+class _Mention:
+    language: Language
+    start: int
+    end: int
+    phrase: bool  # "in German" rather than "German articles"
+    phrase_start: int
+
+
+def _mentions(text: str) -> list[_Mention]:
+    found: list[_Mention] = []
+    for match in _MENTION.finditer(text):
+        language = next(code for code in ("de", "en", "ru") if match.group(code))
+        before = _PHRASE_BEFORE.search(text[: match.start()])
+        word = match.group(0)
+        phrase = bool(before) and bool(_PHRASE_WORD.match(word)) or word.casefold().startswith("по-")
+        start = before.start() if before else match.start()
+        found.append(_Mention(language, match.start(), match.end(), phrase, start))  # type: ignore[arg-type]
+    return found
+
+
+def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
+    if not mention.phrase:
+        return False
+    before = text[: mention.phrase_start]
+    words = re.findall(r"[\w-]+", before)[-4:]
+    if any(_ANSWER_VERB.fullmatch(w) for w in words):
+        return True
+    if _PLEASE_END.match(text[mention.end:]):  # "…, in English, please": how to answer
+        return True
+    return bool(_ANSWER_VERB_AFTER.match(text[mention.end:]))
+
+
+def language_cues(question: str) -> LanguageCues:
+    mentions = _mentions(question)
+    answer_mentions = [m for m in mentions if _governed_by_answer_verb(question, m)]
+    articles = [m for m in mentions if m not in answer_mentions]
+    if not answer_mentions and len(articles) >= 2 and articles[-1].phrase \
+            and _END.match(question[articles[-1].end:]) and articles[-2].language != articles[-1].language:
+        answer_mentions, articles = [articles[-1]], articles[:-1]  # "the Russian articles … in English"
+    cut = [(m.phrase_start, m.end) for m in mentions]
+    everything = _ALL_LANGUAGES.search(question)
+    if everything is not None:
+        cut.append(everything.span())
+    rest = _without(question, cut)
+    answer = answer_mentions[-1].language if answer_mentions else None
+    several = tuple(dict.fromkeys(m.language for m in articles))
+    if everything is not None:
+        return LanguageCues(None, True, answer, rest)
+    return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several)
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    out, position = [], 0
+    for start, end in sorted(spans):
+        if start < position:
+            continue
+        out.append(text[position:start] + " ")
+        position = end
+    out.append(text[position:])
+    return "".join(out)

@@ -1,0 +1,107 @@
+"""Counts in a period: digits, numerals as words up to twelve (ru/en/de, inflected) and the
+fractions people use for periods ("полгода", "half a year", "ein halbes Jahr", "полтора года")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from router.reader._lexicon import UNITS, Unit
+from router.reader._tokens import Token, standalone_number
+
+
+def _forms(value: int, *words: str) -> dict[str, int]:
+    return dict.fromkeys(words, value)
+
+
+NUMBER_WORDS: dict[str, int] = {
+    **_forms(1, "one", "a", "an", "один", "одна", "одно", "одну", "одного", "одной", "одним", "ein", "eine", "einen",
+             "einem", "einer", "eins"),
+    **_forms(2, "two", "два", "две", "двух", "двум", "zwei"),
+    **_forms(3, "three", "три", "трех", "трем", "drei"),
+    **_forms(4, "four", "четыре", "четырех", "vier"),
+    **_forms(5, "five", "пять", "пяти", "fünf"),
+    **_forms(6, "six", "шесть", "шести", "sechs"),
+    **_forms(7, "seven", "семь", "семи", "sieben"),
+    **_forms(8, "eight", "восемь", "восьми", "acht"),
+    **_forms(9, "nine", "девять", "девяти", "neun"),
+    **_forms(10, "ten", "десять", "десяти", "zehn"),
+    **_forms(11, "eleven", "одиннадцать", "одиннадцати", "elf"),
+    **_forms(12, "twelve", "двенадцать", "двенадцати", "zwölf"),
+}
+# "a" and "ein" are counts only right before a unit ("a year ago", "vor einem Monat").
+_WEAK = frozenset({"a", "an", "ein", "eine", "einen", "einem", "einer"})
+
+
+@dataclass(frozen=True)
+class Amount:
+    count: int
+    unit: Unit
+    first: int  # token index where the amount starts
+    next: int  # token index after it
+
+
+_HALF_OF = {"year": (6, "month"), "month": (15, "day"), "day": (12, "hour")}
+
+
+def amount(tokens: list[Token], i: int) -> Amount | None:
+    """ "3 months", "three weeks", "полгода", "half a year", "anderthalb Jahre" at token ``i``."""
+    if i >= len(tokens):
+        return None
+    word = tokens[i].fold
+    if word == "полгода":
+        return Amount(6, "month", i, i + 1)
+    if word in ("полтора", "полторы") and _unit(tokens, i + 1) == "year":
+        return Amount(18, "month", i, i + 2)
+    if word in ("полтора", "полторы") and _unit(tokens, i + 1) == "month":
+        return Amount(45, "day", i, i + 2)
+    if word == "anderthalb" and _unit(tokens, i + 1) == "year":
+        return Amount(18, "month", i, i + 2)
+    half = _half(tokens, i)
+    if half is not None:
+        return half
+    count = _count(tokens, i)
+    if count is None:
+        return None
+    unit = _unit(tokens, i + 1)
+    if unit is None or count <= 0 or tokens[i + 1].before == "-":  # "six-day certificates": an adjective
+        return None
+    return Amount(count, unit, i, i + 2)
+
+
+def _half(tokens: list[Token], i: int) -> Amount | None:
+    words = [t.fold for t in tokens[i:i + 3]]
+    # "half a year", "a half-year", "a half year", "ein halbes Jahr", "einem halben Jahr"
+    if words[:2] in (["half", "a"], ["half", "an"]) and _unit(tokens, i + 2) == "year":
+        return Amount(6, "month", i, i + 3)
+    start = i + 1 if words and words[0] in _WEAK else i
+    if start < len(tokens) and tokens[start].fold in ("half", "halbes", "halben", "halbe") \
+            and _unit(tokens, start + 1) == "year":
+        return Amount(6, "month", i, start + 2)
+    return None
+
+
+def _count(tokens: list[Token], i: int) -> int | None:
+    number = standalone_number(tokens, i)
+    if number is not None:
+        return number if number < 1000 else None
+    word = tokens[i].fold
+    if word in _WEAK and not _unit(tokens, i + 1):
+        return None
+    return NUMBER_WORDS.get(word)
+
+
+def _unit(tokens: list[Token], i: int) -> Unit | None:
+    if i >= len(tokens):
+        return None
+    fold = tokens[i].fold
+    if fold == "half" and i + 1 < len(tokens) and tokens[i].after == "-" and tokens[i + 1].fold == "year":
+        return "half"
+    return UNITS.get(fold)
+
+
+def unit_at(tokens: list[Token], i: int) -> tuple[Unit, int] | None:
+    """The unit word at ``i`` and the index after it ("half-year" is two tokens)."""
+    unit = _unit(tokens, i)
+    if unit is None:
+        return None
+    return unit, i + (2 if tokens[i].fold == "half" else 1)

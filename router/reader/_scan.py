@@ -1,0 +1,125 @@
+"""Reading a question's period: every period phrase found left to right (several are joined:
+"in March 2025 and April 2025"), and the period cues no phrase consumed -- a month name, a
+year, "ago", a quarter word -- so a period the grammar cannot read is never dropped silently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date
+
+from router.reader import _lexicon as lx
+from router.reader._numbers import NUMBER_WORDS
+from router.reader._periods import DateExpectation, expectation, period_at
+from router.reader._tokens import Token, standalone_number, tokenize
+
+
+@dataclass(frozen=True)
+class PeriodReading:
+    period: DateExpectation | None
+    unread: tuple[str, ...]  # cue words no period phrase consumed ("could not read the period '…'")
+    rest: str  # the text without the period phrases and the unread cue words
+
+
+def read_period(text: str, today: date) -> PeriodReading:
+    tokens = tokenize(text)
+    found: list[DateExpectation] = []
+    consumed: set[int] = set()
+    i = 0
+    while i < len(tokens):
+        read = period_at(tokens, i, today)
+        if read is None:
+            i += 1
+            continue
+        found.append(expectation(read, tokens, text, today))
+        consumed.update(range(read.first, read.next))
+        i = read.next
+    unread = _unread_phrases(tokens, consumed)
+    spans = [(p.start, p.end) for p in found] + [(tokens[a].start, tokens[b].end) for a, b in unread]
+    phrases = tuple(text[tokens[a].start:tokens[b].end] for a, b in unread)
+    return PeriodReading(_joined(found, text), phrases, _without(text, spans))
+
+
+_OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
+
+
+def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, int]]:
+    """The unread cues as token spans, each from the operator before it when there is one within
+    four words ("aus dem lezten Quartal", "from three moons ago"), else from the period words right
+    before it ("the last few months"): the whole phrase is reported and cut."""
+    spans: list[tuple[int, int]] = []
+    for j in range(len(tokens)):
+        if j in consumed or not _is_cue(tokens, j):
+            continue
+        first, run = j, True
+        for back in range(1, 5):
+            k = j - back
+            if k < 0 or k in consumed or (spans and k <= spans[-1][1]):
+                break
+            if tokens[k].fold in _OPERATORS:
+                first = k
+                break
+            run = run and _periodish(tokens[k].fold)
+            if run:
+                first = k
+        if spans and first <= spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], j)
+        else:
+            spans.append((first, j))
+    return spans
+
+
+def _joined(found: list[DateExpectation], text: str) -> DateExpectation | None:
+    """One period for the question: the first, or the span of several closed ones."""
+    if not found:
+        return None
+    first = found[0]
+    closed = [p for p in found if p.date_from is not None and p.date_to is not None and not p.pinned_from]
+    if len(found) == 1 or len(closed) != len(found):
+        return first
+    start = min(p.date_from for p in closed if p.date_from is not None)
+    ends = [p.date_to for p in closed if p.date_to is not None]
+    last = max(closed, key=lambda p: p.date_to or date.min)
+    return replace(
+        last, phrase=text[first.start:found[-1].end], date_from=start, date_to_options=(max(ends), *last.date_to_options[1:]),
+        earliest_from=None, start=first.start, end=found[-1].end, future=all(p.future for p in found),
+    )
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    out, position = [], 0
+    for start, end in sorted(spans):
+        if start < position:
+            continue
+        out.append(text[position:start])
+        out.append(" ")
+        position = end
+    out.append(text[position:])
+    return " ".join("".join(out).split())
+
+
+def _periodish(fold: str) -> bool:
+    """A word that belongs to a period phrase without naming one ("the", "last", "few", "drei")."""
+    return fold in lx.ARTICLES or fold in lx.VAGUE_COUNTS or fold in NUMBER_WORDS or bool(lx.ROLLING.match(fold)) \
+        or lx.relative(fold) is not None
+
+
+def _is_cue(tokens: list[Token], i: int) -> bool:
+    """A word that names a period part: a month, a season, a quarter/half word, a decade, a year,
+    "ago", or a unit after a count or a relative word ("3 недели", "letzten Quartal")."""
+    fold = tokens[i].fold
+    if fold in lx.FULL_MONTHS and fold not in lx.AMBIGUOUS_MONTHS:
+        return True
+    if fold in lx.SEASONS and fold not in lx.AMBIGUOUS_SEASONS:
+        return True
+    if fold in lx.QUARTER_CODES or fold in lx.AGO or lx.decade(fold) is not None:
+        return True
+    number = standalone_number(tokens, i)
+    if number is not None and len(tokens[i].text) == 4 and 1900 <= number <= 2099:
+        return True
+    unit = lx.UNITS.get(fold)
+    if unit is None or i == 0 or tokens[i].before == "-":  # "six-day certificates", "90-day": an adjective
+        return False
+    previous = tokens[i - 1].fold
+    return unit in ("quarter", "half") or previous in lx.VAGUE_COUNTS or bool(lx.ROLLING.match(previous)) \
+        or previous in NUMBER_WORDS and previous not in ("a", "an", "ein", "eine") \
+        or standalone_number(tokens, i - 1) is not None or lx.relative(previous) is not None

@@ -1,0 +1,321 @@
+"""The generated period matrix: anchors x operators x languages, rendered with the grammar of
+each language (case, number agreement), each with the range computed here from the structured
+parameters by plain calendar arithmetic -- never by the reader it tests."""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+TODAYS = (date(2026, 11, 29), date(2026, 3, 10))
+
+
+@dataclass(frozen=True)
+class Case:
+    phrase: str
+    today: date
+    date_from: date | None
+    date_to: date | None  # the canonical upper bound (today for a window or an open end)
+
+
+# ---- calendar arithmetic, independent of router.reader ----
+def last_day(year: int, month: int) -> date:
+    return date(year, month, calendar.monthrange(year, month)[1])
+
+
+def months_back(day: date, n: int) -> date:
+    total = day.year * 12 + (day.month - 1) - n
+    year, month0 = total // 12, total % 12
+    return date(year, month0 + 1, min(day.day, calendar.monthrange(year, month0 + 1)[1]))
+
+
+def span(unit: str, day: date) -> tuple[date, date]:
+    if unit == "day":
+        return day, day
+    if unit == "week":
+        monday = day - timedelta(days=day.weekday())
+        return monday, monday + timedelta(days=6)
+    size = {"month": 1, "quarter": 3, "half": 6, "year": 12}[unit]
+    first = (day.month - 1) // size * size + 1
+    return date(day.year, first, 1), last_day(day.year, first + size - 1)
+
+
+def back(day: date, unit: str, n: int) -> date:
+    if unit == "day":
+        return day - timedelta(days=n)
+    if unit == "week":
+        return day - timedelta(weeks=n)
+    return months_back(day, n * {"month": 1, "quarter": 3, "half": 6, "year": 12}[unit])
+
+
+# ---- vocabularies ----
+EN_MONTHS = [calendar.month_name[m] for m in range(1, 13)]
+DE_MONTHS = ["Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober",
+             "November", "Dezember"]
+RU_MONTHS_NOM = ["январь", "февраль", "март", "апрель", "май", "июнь", "июль", "август", "сентябрь", "октябрь",
+                 "ноябрь", "декабрь"]
+RU_MONTHS_GEN = ["января", "февраля", "марта", "апреля", "мая", "июня", "июля", "августа", "сентября", "октября",
+                 "ноября", "декабря"]
+RU_MONTHS_PREP = ["январе", "феврале", "марте", "апреле", "мае", "июне", "июле", "августе", "сентябре", "октябре",
+                  "ноябре", "декабре"]
+EN_NUM = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+DE_NUM = ["einem", "zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun", "zehn", "elf", "zwölf"]
+RU_NUM_M = ["один", "два", "три", "четыре", "пять", "шесть", "семь", "восемь", "девять", "десять", "одиннадцать",
+            "двенадцать"]
+RU_NUM_F = ["одну", "две", *RU_NUM_M[2:]]
+UNITS = ("day", "week", "month", "year")
+EN_UNIT = {"day": "day", "week": "week", "month": "month", "year": "year"}
+DE_UNIT_DAT = {"day": ("Tag", "Tagen"), "week": ("Woche", "Wochen"), "month": ("Monat", "Monaten"),
+               "year": ("Jahr", "Jahren")}
+# ru: the form after 1, after 2-4, after 5-20
+RU_UNIT = {"day": ("день", "дня", "дней"), "week": ("неделю", "недели", "недель"),
+           "month": ("месяц", "месяца", "месяцев"), "year": ("год", "года", "лет")}
+YEARS = (2012, 2019, 2023, 2025)
+
+
+def ru_count(n: int, unit: str) -> str:
+    forms = RU_UNIT[unit]
+    return forms[0] if n == 1 else forms[1] if 2 <= n <= 4 else forms[2]
+
+
+def _year_cases(lang: str) -> Iterator[tuple[str, str, int]]:
+    """(template, operator, year) per language; the operator decides the expected range."""
+    forms = {
+        "en": [("in {y}", "in"), ("during {y}", "in"), ("from {y}", "in"), ("{y}", "in"), ("since {y}", "since"),
+               ("before {y}", "before"), ("until {y}", "until"), ("after {y}", "after"),
+               ("from {y} onwards", "since"), ("{y} and later", "since"), ("in the year {y}", "in")],
+        "ru": [("в {y} году", "in"), ("за {y} год", "in"), ("{y} года", "in"), ("в {y}", "in"),
+               ("с {y} года", "since"), ("начиная с {y} года", "since"), ("до {y} года", "before"),
+               ("после {y} года", "after"), ("за {y}", "in"), ("в течение {y} года", "in"), ("{y} г.", "in")],
+        "de": [("im Jahr {y}", "in"), ("{y}", "in"), ("aus {y}", "in"), ("von {y}", "in"), ("seit {y}", "since"),
+               ("ab {y}", "since"), ("vor {y}", "before"), ("bis {y}", "until"), ("nach {y}", "after"),
+               ("aus dem Jahr {y}", "in"), ("im Laufe des Jahres {y}", "in")],
+    }[lang]
+    for template, operator in forms:
+        for year in YEARS:
+            yield template.format(y=year), operator, year
+
+
+def _apply(operator: str, start: date, end: date, today: date) -> tuple[date | None, date | None]:
+    if operator == "in":
+        return start, end
+    if operator == "since":
+        return start, today
+    if operator == "after":
+        return end + timedelta(days=1), today
+    if operator == "before":
+        return None, start - timedelta(days=1)
+    return None, end  # until
+
+
+def years(lang: str) -> Iterator[Case]:
+    for today in TODAYS:
+        for phrase, operator, year in _year_cases(lang):
+            yield Case(phrase, today, *_apply(operator, date(year, 1, 1), date(year, 12, 31), today))
+
+
+def year_ranges(lang: str) -> Iterator[Case]:
+    forms = {
+        "en": ["from {a} to {b}", "between {a} and {b}", "{a}-{b}", "{a} to {b}", "from {a} through {b}"],
+        "ru": ["с {a} по {b} год", "с {a} по {b} годы", "между {a} и {b} годами", "от {a} до {b} года", "{a}–{b}"],
+        "de": ["von {a} bis {b}", "zwischen {a} und {b}", "{a} bis {b}", "{a}–{b}", "von {a} bis zum Jahr {b}"],
+    }[lang]
+    for a, b in ((2010, 2013), (2015, 2018), (2020, 2022), (2023, 2025)):
+        for template in forms:
+            yield Case(template.format(a=a, b=b), TODAYS[0], date(a, 1, 1), date(b, 12, 31))
+
+
+def months(lang: str) -> Iterator[Case]:
+    for today in TODAYS:
+        for m in range(1, 13):
+            for year in (2019, 2024):
+                start, end = date(year, m, 1), last_day(year, m)
+                forms = {
+                    "en": [(f"in {EN_MONTHS[m - 1]} {year}", "in"), (f"{EN_MONTHS[m - 1]} {year}", "in"),
+                           (f"since {EN_MONTHS[m - 1]} {year}", "since"), (f"before {EN_MONTHS[m - 1]} {year}", "before")],
+                    "ru": [(f"в {RU_MONTHS_PREP[m - 1]} {year} года", "in"), (f"за {RU_MONTHS_NOM[m - 1]} {year}", "in"),
+                           (f"с {RU_MONTHS_GEN[m - 1]} {year} года", "since"),
+                           (f"до {RU_MONTHS_GEN[m - 1]} {year} года", "before")],
+                    "de": [(f"im {DE_MONTHS[m - 1]} {year}", "in"), (f"{DE_MONTHS[m - 1]} {year}", "in"),
+                           (f"seit {DE_MONTHS[m - 1]} {year}", "since"), (f"vor {DE_MONTHS[m - 1]} {year}", "before")],
+                }[lang]
+                for phrase, operator in forms:
+                    yield Case(phrase, today, *_apply(operator, start, end, today))
+
+
+def month_of_relative_year(lang: str) -> Iterator[Case]:
+    for today in TODAYS:
+        for m in range(1, 13):
+            for offset in (0, -1):
+                year = today.year + offset
+                if lang == "en":
+                    phrases = [f"in {EN_MONTHS[m - 1]} {'this' if offset == 0 else 'last'} year",
+                               f"in {EN_MONTHS[m - 1]} of {'this' if offset == 0 else 'last'} year"]
+                elif lang == "ru":
+                    phrases = [f"в {RU_MONTHS_PREP[m - 1]} {'этого' if offset == 0 else 'прошлого'} года"]
+                else:
+                    phrases = [f"im {DE_MONTHS[m - 1]} {'dieses' if offset == 0 else 'letzten'} Jahres"]
+                for phrase in phrases:
+                    yield Case(phrase, today, date(year, m, 1), last_day(year, m))
+
+
+def ago(lang: str) -> Iterator[Case]:
+    for today in TODAYS:
+        for unit in UNITS:
+            for n in range(1, 13):
+                if lang == "en":
+                    plural = EN_UNIT[unit] + ("s" if n > 1 else "")
+                    phrases = [f"{EN_NUM[n - 1]} {plural} ago", f"{n} {plural} ago"]
+                elif lang == "ru":
+                    words = RU_NUM_F if unit == "week" else RU_NUM_M
+                    phrases = [f"{words[n - 1]} {ru_count(n, unit)} назад", f"{n} {ru_count(n, unit)} назад"]
+                else:
+                    word = ("einer" if unit == "week" else "einem") if n == 1 else DE_NUM[n - 1]
+                    phrases = [f"vor {word} {DE_UNIT_DAT[unit][0 if n == 1 else 1]}"]
+                for phrase in phrases:
+                    yield Case(phrase, today, *span(unit, back(today, unit, n)))
+
+
+def rolling(lang: str) -> Iterator[Case]:
+    for today in TODAYS:
+        for unit in UNITS:
+            for n in range(2, 13):
+                if lang == "en":
+                    phrases = [f"the past {EN_NUM[n - 1]} {unit}s", f"the last {n} {unit}s", f"over the past {n} {unit}s"]
+                elif lang == "ru":
+                    words = RU_NUM_F if unit == "week" else RU_NUM_M
+                    phrases = [f"за последние {words[n - 1]} {ru_count(n, unit)}",
+                               f"за последние {n} {ru_count(n, unit)}"]
+                else:
+                    phrases = [f"in den letzten {DE_NUM[n - 1]} {DE_UNIT_DAT[unit][1]}",
+                               f"in den letzten {n} {DE_UNIT_DAT[unit][1]}"]
+                for phrase in phrases:
+                    yield Case(phrase, today, back(today, unit, n), today)
+
+
+def relative_units(lang: str) -> Iterator[Case]:
+    forms = {
+        "en": {("month", 0): ["this month"], ("month", -1): ["last month", "the previous month"],
+               ("month", -2): ["the month before last"], ("quarter", 0): ["this quarter"],
+               ("quarter", -1): ["last quarter", "the previous quarter"], ("half", -1): ["the previous half-year"],
+               ("year", 0): ["this year", "the current year"], ("year", -1): ["last year", "the previous year"],
+               ("year", -2): ["the year before last"]},
+        "ru": {("month", 0): ["в этом месяце", "за текущий месяц"], ("month", -1): ["в прошлом месяце",
+               "за предыдущий месяц"], ("month", -2): ["в позапрошлом месяце"], ("quarter", 0): ["в этом квартале"],
+               ("quarter", -1): ["в прошлом квартале", "в предыдущем квартале"],
+               ("half", -1): ["в прошлом полугодии"], ("year", 0): ["в этом году", "за текущий год"],
+               ("year", -1): ["в прошлом году", "за прошлый год"], ("year", -2): ["в позапрошлом году"]},
+        "de": {("month", 0): ["diesen Monat", "im laufenden Monat"], ("month", -1): ["letzten Monat",
+               "im vorigen Monat"], ("month", -2): ["im vorletzten Monat"], ("quarter", 0): ["in diesem Quartal"],
+               ("quarter", -1): ["im letzten Quartal", "im vorigen Quartal"], ("half", -1): ["im vorigen Halbjahr"],
+               ("year", 0): ["dieses Jahr", "im laufenden Jahr"], ("year", -1): ["letztes Jahr", "im vergangenen Jahr"],
+               ("year", -2): ["im vorletzten Jahr"]},
+    }[lang]
+    since = {"en": "since {p}", "ru": "с {p}", "de": "seit {p}"}[lang]
+    since_forms = {"en": {"last month": "last month", "last year": "last year", "last quarter": "last quarter"},
+                   "ru": {"прошлого месяца": "", "прошлого года": "", "прошлого квартала": ""},
+                   "de": {"letztem Monat": "", "letztem Jahr": "", "dem letzten Quartal": ""}}[lang]
+    units = {"last month": "month", "last year": "year", "last quarter": "quarter", "прошлого месяца": "month",
+             "прошлого года": "year", "прошлого квартала": "quarter", "letztem Monat": "month", "letztem Jahr": "year",
+             "dem letzten Quartal": "quarter"}
+    for today in TODAYS:
+        for (unit, offset), phrases in forms.items():
+            start, end = span(unit, back(today, unit, -offset))
+            for phrase in phrases:
+                yield Case(phrase, today, start, end)
+        for words in since_forms:
+            yield Case(since.format(p=words), today, span(units[words], back(today, units[words], 1))[0], today)
+
+
+EN_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9}
+RU_SEASONS = {"весной": 3, "летом": 6, "осенью": 9}
+DE_SEASONS = {"Frühling": 3, "Frühjahr": 3, "Sommer": 6, "Herbst": 9}
+
+
+def seasons(lang: str) -> Iterator[Case]:
+    for year in YEARS:
+        table = {"en": EN_SEASONS, "ru": RU_SEASONS, "de": DE_SEASONS}[lang]
+        for word, first in table.items():
+            start, end = date(year, first, 1), last_day(year, first + 2)
+            phrases = {"en": [f"{word} {year}", f"in the {word} of {year}"], "ru": [f"{word} {year} года",
+                       f"{word} {year}"], "de": [f"im {word} {year}", f"{word} {year}"]}[lang]
+            for phrase in phrases:
+                yield Case(phrase, TODAYS[0], start, end)
+
+
+ORD_EN = ["first", "second", "third", "fourth"]
+ORD_RU_PREP = ["первом", "втором", "третьем", "четвёртом"]
+ORD_RU_ACC = ["первый", "второй", "третий", "четвёртый"]
+ORD_DE = ["ersten", "zweiten", "dritten", "vierten"]
+
+
+def quarters_and_halves(lang: str) -> Iterator[Case]:
+    for year in YEARS:
+        for q in range(1, 5):
+            start, end = date(year, 3 * q - 2, 1), last_day(year, 3 * q)
+            phrases = {"en": [f"Q{q} {year}", f"the {ORD_EN[q - 1]} quarter of {year}", f"in Q{q} of {year}"],
+                       "ru": [f"в {ORD_RU_PREP[q - 1]} квартале {year} года", f"за {ORD_RU_ACC[q - 1]} квартал {year}"],
+                       "de": [f"im {ORD_DE[q - 1]} Quartal {year}", f"im {q}. Quartal {year}", f"Q{q} {year}"]}[lang]
+            for phrase in phrases:
+                yield Case(phrase, TODAYS[0], start, end)
+        for h in (1, 2):
+            start, end = date(year, 6 * h - 5, 1), last_day(year, 6 * h)
+            phrases = {"en": [f"H{h} {year}", f"the {ORD_EN[h - 1]} half of {year}"],
+                       "ru": [f"в {ORD_RU_PREP[h - 1]} полугодии {year} года",
+                              f"в {['первой', 'второй'][h - 1]} половине {year} года"],
+                       "de": [f"im {ORD_DE[h - 1]} Halbjahr {year}", f"in der {ORD_DE[h - 1]} Jahreshälfte {year}"]}[lang]
+            for phrase in phrases:
+                yield Case(phrase, TODAYS[0], start, end)
+
+
+def decades(lang: str) -> Iterator[Case]:
+    for first in (1990, 2000, 2010):
+        short = str(first)[2:]
+        phrases = {"en": [f"the {first}s", f"in the {short}s", f"during the {first}s"],
+                   "ru": [f"в {first}-х", f"в {short}-е", f"в {first}-х годах"],
+                   "de": [f"in den {first}er Jahren", f"die {first}er", f"in den {short}ern"]}[lang]
+        for phrase in phrases:
+            yield Case(phrase, TODAYS[0], date(first, 1, 1), date(first + 9, 12, 31))
+    word = {"en": "the nineties", "ru": "в девяностых", "de": "in den Neunzigern"}[lang]
+    yield Case(word, TODAYS[0], date(1990, 1, 1), date(1999, 12, 31))
+
+
+def day_ranges(lang: str) -> Iterator[Case]:
+    for year, m, a, b in ((2025, 3, 3, 17), (2026, 2, 1, 14), (2024, 10, 10, 31), (2023, 6, 2, 9)):
+        phrases = {"en": [f"from {a} to {b} {EN_MONTHS[m - 1]} {year}", f"between {a} and {b} {EN_MONTHS[m - 1]} {year}"],
+                   "ru": [f"с {a} по {b} {RU_MONTHS_GEN[m - 1]} {year} года", f"с {a} по {b} {RU_MONTHS_GEN[m - 1]} {year}"],
+                   "de": [f"vom {a}. bis {b}. {DE_MONTHS[m - 1]} {year}", f"vom {a}. bis zum {b}. {DE_MONTHS[m - 1]} {year}"]
+                   }[lang]
+        for phrase in phrases:
+            yield Case(phrase, TODAYS[0], date(year, m, a), date(year, m, b))
+
+
+def month_ranges(lang: str) -> Iterator[Case]:
+    for year, a, b in ((2025, 3, 5), (2024, 1, 4), (2023, 9, 12)):
+        phrases = {"en": [f"from {EN_MONTHS[a - 1]} to {EN_MONTHS[b - 1]} {year}",
+                          f"between {EN_MONTHS[a - 1]} and {EN_MONTHS[b - 1]} {year}"],
+                   "ru": [f"с {RU_MONTHS_GEN[a - 1]} по {RU_MONTHS_NOM[b - 1]} {year} года"],
+                   "de": [f"von {DE_MONTHS[a - 1]} bis {DE_MONTHS[b - 1]} {year}",
+                          f"zwischen {DE_MONTHS[a - 1]} und {DE_MONTHS[b - 1]} {year}"]}[lang]
+        for phrase in phrases:
+            yield Case(phrase, TODAYS[0], date(year, a, 1), last_day(year, b))
+
+
+def fractions(lang: str) -> Iterator[Case]:
+    for today in TODAYS:
+        phrases = {"en": ["the past half-year", "the last half year", "over the past half a year"],
+                   "ru": ["за последние полгода", "за последние полтора года"],
+                   "de": ["im letzten halben Jahr", "seit einem halben Jahr"]}[lang]
+        for phrase in phrases:
+            months_n = 18 if "полтора" in phrase else 6
+            yield Case(phrase, today, months_back(today, months_n), today)
+
+
+GENERATORS = (years, year_ranges, months, month_of_relative_year, ago, rolling, relative_units, seasons,
+              quarters_and_halves, decades, day_ranges, month_ranges, fractions)
+
+
+def cases(lang: str) -> list[Case]:
+    return [case for generate in GENERATORS for case in generate(lang)]

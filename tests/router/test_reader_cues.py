@@ -1,0 +1,171 @@
+"""The question reader on real phrasings (issue 22, items 1-3: every class with its exact value
+or the "could not read" report) and on generated language-cue forms whose expected roles come
+from the structured parameters they were rendered from."""
+
+from __future__ import annotations
+
+from datetime import date
+from itertools import permutations
+
+import pytest
+
+from router.material_language import material_language
+from router.reader import language_cues, read_cues, read_order
+
+TODAY = date(2026, 11, 29)  # a Sunday
+D = date.fromisoformat
+
+# (question, dateFrom, dateTo): the classes issue 22 lists as missed or misread
+PERIODS = [
+    ("Статьи про Ruby в предыдущем квартале", D("2026-07-01"), D("2026-09-30")),
+    ("Ruby posts from the last half-year", D("2026-05-29"), TODAY),
+    ("Artikel über Ruby im vorigen Quartal", D("2026-07-01"), D("2026-09-30")),
+    ("статьи про OCSP за последние полгода", D("2026-05-29"), TODAY),
+    ("Что писали про Docker три месяца назад?", D("2026-08-01"), D("2026-08-31")),
+    ("posts about Rails from two months ago", D("2026-09-01"), D("2026-09-30")),
+    ("Was wurde vor drei Wochen über Let's Encrypt veröffentlicht?", D("2026-11-02"), D("2026-11-08")),
+    ("Ruby articles before 2010", None, D("2009-12-31")),
+    ("Artikel über Ruby vor 2012", None, D("2011-12-31")),
+    ("posts since April about YJIT", D("2026-04-01"), TODAY),
+    ("статьи о YJIT с апреля", D("2026-04-01"), TODAY),
+    ("Beiträge über Ruby ab Juli", D("2026-07-01"), TODAY),
+    ("Ruby news from 3 to 17 March 2025", D("2025-03-03"), D("2025-03-17")),
+    ("статьи с 1 по 14 февраля 2026", D("2026-02-01"), D("2026-02-14")),
+    ("Beiträge vom 1. bis 14. Februar 2026", D("2026-02-01"), D("2026-02-14")),
+    ("Artikel über Ruby 2014 bis 2017", D("2014-01-01"), D("2017-12-31")),
+    ("Ruby posts from the nineties", D("1990-01-01"), D("1999-12-31")),
+    ("Artikel über Ruby in den 2010er Jahren", D("2010-01-01"), D("2019-12-31")),
+    ("статьи о Ruby в марте прошлого года", D("2025-03-01"), D("2025-03-31")),
+    ("Beiträge über Ruby im Mai letzten Jahres", D("2025-05-01"), D("2025-05-31")),
+    ("статьи про Ruby до 2015 года", None, D("2014-12-31")),
+    ("статьи про Ruby в 2000-х", D("2000-01-01"), D("2009-12-31")),
+    ("Ruby posts from the past 10 weeks", D("2026-09-20"), TODAY),
+    ("Artikel in den letzten drei Monaten", D("2026-08-29"), TODAY),
+    ("статьи с 2011 по 2013 год", D("2011-01-01"), D("2013-12-31")),
+    ("Artikel vom 15.03.2019 bis 30.04.2019 über Ruby 2.6", D("2019-03-15"), D("2019-04-30")),
+    ("last year's November posts on Certbot", D("2025-11-01"), D("2025-11-30")),
+    ("позавчерашние статьи про Ruby", D("2026-11-27"), D("2026-11-27")),
+    ("Let's Encrypt posts from last week", D("2026-11-16"), D("2026-11-22")),
+    ("Beiträge über Zertifikate seit einem halben Jahr", D("2026-05-29"), TODAY),
+    ("posts from 2019 onwards", D("2019-01-01"), TODAY),
+]
+
+
+@pytest.mark.parametrize(("question", "date_from", "date_to"), PERIODS)
+def test_each_missed_period_class_is_read_exactly(question: str, date_from: date | None, date_to: date) -> None:
+    cues = read_cues(question, TODAY)
+    period = cues.period.period
+    assert period is not None, question
+    assert (period.date_from, period.date_to) == (date_from, date_to)
+    assert not cues.period.unread
+    assert period.phrase not in cues.rest  # the period's words are no topic
+
+
+def test_a_period_after_today_is_read_as_such() -> None:
+    period = read_cues("posts from 2032", TODAY).period.period
+    assert period is not None and period.future and (period.date_from, period.date_to) == (D("2032-01-01"),
+                                                                                            D("2032-12-31"))
+    assert read_cues("posts from 2024", TODAY).period.period.future is False  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("question", "unread", "rest"), [
+    ("статьи про Ruby за квартал", ("за квартал",), "статьи про Ruby"),
+    ("Zeig mir Artikle über RubyGems aus dem lezten Quartal", ("aus dem lezten Quartal",), "Zeig mir Artikle über RubyGems"),
+    ("Ruby posts from three moons ago", ("from three moons ago",), "Ruby posts"),
+    ("Ruby posts summer", ("summer",), "Ruby posts"),  # a season alone, with no operator and no year
+    # vague amounts are no period the grammar computes: reported, never read as "last year"
+    ("Artikel in den letzten Jahren über Ruby", ("in den letzten Jahren",), "Artikel über Ruby"),
+    ("статьи за последние годы", ("за последние годы",), "статьи"),
+    ("posts in the last few months about Ruby", ("in the last few months",), "posts about Ruby"),
+])
+def test_a_cue_the_grammar_cannot_read_is_reported_and_cut(question: str, unread: tuple[str, ...], rest: str) -> None:
+    cues = read_cues(question, TODAY)
+    assert cues.period.period is None
+    assert cues.period.unread == unread and cues.rest == rest
+
+
+@pytest.mark.parametrize("question", [
+    "Find articles about Ruby 3.4", "CVE-2025-25186 details", "Ruby 2.7.1 release notes", "What may change in Rails?",
+    "Let's Encrypt ACME v2 rate limits", "Найди статьи про YJIT", "Zeige Artikel über Ruby 3.3",
+    "posts about six-day certificates", "90-day certificate lifetimes", "die 6-Tage-Zertifikate",
+])
+def test_no_period_and_no_cue_where_none_is_named(question: str) -> None:
+    cues = read_cues(question, TODAY)
+    assert cues.period.period is None and cues.period.unread == ()
+
+
+@pytest.mark.parametrize(("question", "sort"), [
+    ("Find articles about Ruby in chronological order", "oldest"),
+    ("List posts about Certbot in date order", "oldest"),
+    ("Artikel über Ruby chronologisch", "oldest"),
+    ("Beiträge zu Docker zeitlich aufsteigend", "oldest"),
+    ("статьи о Ruby в хронологическом порядке", "oldest"),
+    ("статьи про REXML по возрастанию даты", "oldest"),
+    ("Zeig mir die Beiträge über Ractor von alt nach neu", "oldest"),
+    ("posts about YJIT from earliest to latest", "oldest"),
+    ("статьи про ACME от ранних к поздним", "oldest"),
+    ("Certbot posts, oldest first please", "oldest"),
+    ("Show the oldest articles about Rails", "oldest"),
+    ("posts about Ruby in reverse chronological order", "newest"),
+    ("статьи про Let's Encrypt, сначала самые свежие", "newest"),
+    ("Beiträge über Ruby, neueste zuerst", "newest"),
+    ("Find articles about Ruby", None),
+])
+def test_order_cues(question: str, sort: str | None) -> None:
+    assert read_order(question).sort == sort
+
+
+ADJ = {  # the articles' language as an adjective: en, ru (accusative plural), de (accusative plural)
+    "en": {"en": "English", "de": "German", "ru": "Russian"},
+    "ru": {"en": "английские", "de": "немецкие", "ru": "русские"},
+    "de": {"en": "englische", "de": "deutsche", "ru": "russische"},
+}
+PHRASE = {  # "in German", "на немецком", "auf Deutsch"
+    "en": {"en": "in English", "de": "in German", "ru": "in Russian"},
+    "ru": {"en": "на английском", "de": "на немецком", "ru": "на русском"},
+    "de": {"en": "auf Englisch", "de": "auf Deutsch", "ru": "auf Russisch"},
+}
+ANSWER = {  # an answer verb governing the phrase
+    "en": "Find {adj} posts about Docker and summarize them {phrase}",
+    "ru": "Найди {adj} статьи про Docker и перескажи их {phrase}",
+    "de": "Such {adj} Beiträge über Docker und fass sie {phrase} zusammen",
+}
+TWO = {
+    "en": "What do the {a} and the {b} announcements say about Ruby 3.0?",
+    "ru": "Что пишут {a} и {b} статьи о Ruby 3.0?",
+    "de": "Was schreiben die {a}n und {b}n Artikel zu Ruby 3.0?",
+}
+NAMED = {"en": "Find {adj} articles about Ruby", "ru": "Найди {adj} статьи о Ruby", "de": "Finde {adj} Artikel über Ruby"}
+NAMED_PHRASE = {"en": "Find articles about Ruby {phrase}", "ru": "Найди статьи о Ruby {phrase}",
+                "de": "Finde Artikel über Ruby {phrase}"}
+CODES = ("en", "de", "ru")
+
+
+def _language_cases() -> list[tuple[str, tuple[str, ...], str | None]]:
+    out: list[tuple[str, tuple[str, ...], str | None]] = []
+    for lang in CODES:
+        for code in CODES:
+            out.append((NAMED[lang].format(adj=ADJ[lang][code]), (code,), None))
+            out.append((NAMED_PHRASE[lang].format(phrase=PHRASE[lang][code]), (code,), None))
+        for articles, answer in permutations(CODES, 2):
+            out.append((ANSWER[lang].format(adj=ADJ[lang][articles], phrase=PHRASE[lang][answer]), (articles,), answer))
+            out.append((TWO[lang].format(a=ADJ[lang][articles], b=ADJ[lang][answer]), (articles, answer), None))
+    return out
+
+
+@pytest.mark.parametrize(("question", "articles", "answer"), _language_cases())
+def test_language_roles(question: str, articles: tuple[str, ...], answer: str | None) -> None:
+    cues = language_cues(question)
+    assert cues.several == articles and cues.answer == answer
+    assert cues.named == (articles[0] if len(articles) == 1 else None)
+    expected = articles[0] if len(articles) == 1 else sorted(articles)
+    assert material_language(cues, written_in="en") == expected  # a list of two is one filter
+
+
+@pytest.mark.parametrize("question", [
+    "Find posts about IPv6 in any language", "Artikel über ECDSA, egal in welcher Sprache",
+    "Найди посты о Certbot на любом языке", "Beiträge über Ruby in allen Sprachen",
+])
+def test_all_languages_means_no_filter(question: str) -> None:
+    cues = language_cues(question)
+    assert cues.all_languages and material_language(cues, written_in="en", client="de") is None
