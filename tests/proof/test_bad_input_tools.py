@@ -256,7 +256,7 @@ def test_fuzzed_calls_through_the_api_and_workers(session_api: ApiServer, settin
             llm.reset()
             verdict = _validator(settings, "x").validate(name, arguments)
             llm.script(ToolCall(name, arguments), follow_up)
-            response = client.post("/v1/questions", json={"question": f"fuzzed call {n} through the workers"})
+            response = client.post("/v1/questions", json={"question": f"Find articles about Ruby (fuzzed call {n} through the workers)"})
             assert response.status_code == 202, response.text
             doc = wait_for_job(client, response.json()["id"], timeout=60)
             assert doc["status"] == "succeeded", (name, arguments, doc)

@@ -187,6 +187,11 @@ def test_a_compromised_model_changes_nothing_code_enforces(stack: Stack, secret:
                                       "WHERE job_id = $1 ORDER BY id", doc["id"])
         rounds = [r for r in audit if r["kind"] == "llm_round"]
         executions = [r for r in audit if r["kind"] == "tool_execution"]
+        result = doc.get("result") or {}
+        if result.get("status") == "refused" and str(result.get("routedReason")).startswith("the request gate"):
+            # The request gate (issue 23) read no request: the model was never asked, nothing ran.
+            assert rounds == [] and executions == [] and result["usage"]["llmCalls"] == 0, where
+            continue
         assert 1 <= len(rounds) <= limits.max_rounds, where
         assert len(executions) <= limits.max_tool_executions, where
         assert {r["tool"] for r in executions} <= REGISTERED, where
