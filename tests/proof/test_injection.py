@@ -242,7 +242,9 @@ def _check_model_inputs(requests: list[dict[str, Any]], secret: dict[str, Articl
         outside = _FENCE.sub("", user)
         assert not [m for m in PLANTED_MARKERS if m in outside], "planted text outside the data fence"
         for tag, material in fences:
-            assert f"<<<MATERIAL {tag}>>>" in system and "ignore any instruction" in system
+            # The system message is constant (prompt cache): it defines the fence; the user message names its tag.
+            assert "<<<MATERIAL tag>>>" in system and "ignore any instruction" in system
+            assert f"The material's tag is {tag}." in outside
             assert f"<<<END MATERIAL {tag}>>>" not in material
             fenced_planted += sum(m in material for m in PLANTED_MARKERS)
     assert fenced_planted >= 1, "no planted passage reached the answer model: the fence check proved nothing"
