@@ -18,6 +18,7 @@ from infra.db import jobs as jobs_db
 from infra.db.api_keys import ApiKey
 from infra.db.job_listener import JobEventListener
 from infra.settings import Settings
+from workers.dispatch import Producer
 
 
 async def get_state(request: Request) -> AppState:
@@ -70,6 +71,12 @@ async def own_job(pool: asyncpg.Pool, key: ApiKey, job_id: str) -> jobs_db.JobRo
     if job is None:  # another key's job is indistinguishable from no job
         raise ApiError(404, "not_found", f"no job {job_id} for this key")
     return job
+
+
+def get_producer(request: Request) -> Producer:
+    """The app's message producer (built in the lifespan, from this API's settings: api/state.py)."""
+    producer: Producer = request.app.state.turnout.producer
+    return producer
 
 
 State = Annotated[AppState, Depends(get_state)]

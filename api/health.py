@@ -86,21 +86,25 @@ def _serving_worker(workers: list[WorkerInfo] | None, queues: tuple[str, ...]) -
     return min(live, key=lambda w: w.last_seen_age_s)
 
 
-async def check_health(settings: Settings, pool: asyncpg.Pool, redis: aioredis.Redis) -> HealthReport:
-    workers: list[WorkerInfo] | None = None  # None until Redis answered
+class _Probes:
+    """One probe per dependency; the vector-worker probes read the heartbeats the Redis probe fetched."""
 
-    async def postgres() -> str | None:
-        async with pool.acquire(timeout=CHECK_TIMEOUT_S) as conn:
+    def __init__(self, settings: Settings, pool: asyncpg.Pool, redis: aioredis.Redis) -> None:
+        self.settings, self.pool, self.redis = settings, pool, redis
+        self.workers: list[WorkerInfo] | None = None  # None until Redis answered
+
+    async def postgres(self) -> str | None:
+        async with self.pool.acquire(timeout=CHECK_TIMEOUT_S) as conn:
             await conn.fetchval("SELECT 1")
         return None
 
-    async def redis_ping() -> str | None:
-        await redis.ping()
-        nonlocal workers
-        workers = await read_workers(redis, settings)
+    async def redis_ping(self) -> str | None:
+        await self.redis.ping()
+        self.workers = await read_workers(self.redis, self.settings)
         return None
 
-    async def vector_store() -> str | None:
+    async def vector_store(self) -> str | None:
+        settings = self.settings
         if settings.qdrant_url:
             client = AsyncQdrantClient(
                 url=settings.qdrant_url, timeout=int(CHECK_TIMEOUT_S), check_compatibility=False,
@@ -111,28 +115,33 @@ async def check_health(settings: Settings, pool: asyncpg.Pool, redis: aioredis.R
             finally:
                 await client.close()
             return f"Qdrant server {info.version}"
-        worker = _serving_worker(workers, (Queue.RAG.value,))
+        worker = _serving_worker(self.workers, (Queue.RAG.value,))
         return f"embedded Qdrant Edge, opened by the rag worker (heartbeat {worker.last_seen_age_s:.0f}s ago)"
 
-    async def llm() -> str | None:
+    async def llm(self) -> str | None:
+        settings = self.settings
         assert settings.llm_base_url
         await _openai_models(settings.llm_base_url, settings.llm_api_key.get_secret_value())
         return f"models {settings.llm_router_model} (routing), {settings.llm_answer_model} (answers)"
 
-    async def embeddings() -> str | None:
+    async def embeddings(self) -> str | None:
+        settings = self.settings
         if settings.embedding_provider is EmbeddingProvider.OPENAI and settings.embedding_base_url:
             await _openai_models(settings.embedding_base_url, settings.embedding_api_key.get_secret_value())
             return f"model {settings.embedding_model}"
-        worker = _serving_worker(workers, (Queue.RAG.value, Queue.EMBEDDINGS.value))
+        worker = _serving_worker(self.workers, (Queue.RAG.value, Queue.EMBEDDINGS.value))
         return f"local model {settings.embedding_model} in the vector worker (heartbeat {worker.last_seen_age_s:.0f}s ago)"
 
+
+async def _probe_all(settings: Settings, pool: asyncpg.Pool, redis: aioredis.Redis) -> dict[str, DependencyHealth]:
+    probes = _Probes(settings, pool, redis)
     # The LLM probe runs alongside; the vector-worker checks need the heartbeats Redis holds.
-    llm_check = asyncio.ensure_future(_timed("llm", llm)) if settings.llm_configured else None
+    llm_check = asyncio.ensure_future(_timed("llm", probes.llm)) if settings.llm_configured else None
     checks: dict[str, DependencyHealth] = {}
-    checks["postgres"], checks["redis"] = await asyncio.gather(_timed("postgres", postgres),
-                                                               _timed("redis", redis_ping))
-    checks["vectorStore"], checks["embeddings"] = await asyncio.gather(_timed("vectorStore", vector_store),
-                                                                        _timed("embeddings", embeddings))
+    checks["postgres"], checks["redis"] = await asyncio.gather(_timed("postgres", probes.postgres),
+                                                               _timed("redis", probes.redis_ping))
+    checks["vectorStore"], checks["embeddings"] = await asyncio.gather(_timed("vectorStore", probes.vector_store),
+                                                                        _timed("embeddings", probes.embeddings))
     checks["llm"] = await llm_check if llm_check is not None else DependencyHealth(
         status="not_configured", required=False,
         detail="not configured (degraded mode): deterministic routing, extractive answers",
@@ -141,11 +150,17 @@ async def check_health(settings: Settings, pool: asyncpg.Pool, redis: aioredis.R
         note = describe_local_llm(settings.data_dir, up=checks["llm"].status == "up")
         if note is not None:
             checks["llm"] = checks["llm"].model_copy(update={"detail": note})
-    ordered = {k: checks[k] for k in ("postgres", "redis", "vectorStore", "llm", "embeddings")}
-    if any(ordered[k].status == "down" for k in REQUIRED):
-        overall: Literal["ok", "degraded", "down"] = "down"
-    elif any(c.status == "down" for c in ordered.values()):
-        overall = "degraded"
-    else:
-        overall = "ok"
-    return HealthReport(status=overall, checks=ordered)
+    return {k: checks[k] for k in ("postgres", "redis", "vectorStore", "llm", "embeddings")}
+
+
+def _overall(checks: dict[str, DependencyHealth]) -> Literal["ok", "degraded", "down"]:
+    if any(checks[k].status == "down" for k in REQUIRED):
+        return "down"
+    if any(c.status == "down" for c in checks.values()):
+        return "degraded"
+    return "ok"
+
+
+async def check_health(settings: Settings, pool: asyncpg.Pool, redis: aioredis.Redis) -> HealthReport:
+    checks = await _probe_all(settings, pool, redis)
+    return HealthReport(status=_overall(checks), checks=checks)

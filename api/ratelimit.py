@@ -1,6 +1,6 @@
 """Per-API-key submission rate limit (`limits`, moving window, stored in Redis).
 
-Shared by every API process through Redis. A refused submission gets 429 with `Retry-After`
+Shared by every API process through Redis; one limiter per API process, on its state (api/state.py). A refused submission gets 429 with `Retry-After`
 (seconds until the window admits one more).
 """
 
@@ -9,14 +9,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Annotated
 
-from fastapi import Depends, Request
 from limits import RateLimitItemPerMinute
 from limits.aio.storage import RedisStorage
 from limits.aio.strategies import MovingWindowRateLimiter
 
-from api.deps import SettingsDep
 from api.errors import RETRY_AFTER, ApiError
 from infra.redis import TIMEOUTS, key
 from infra.settings import Settings
@@ -55,14 +52,3 @@ class SubmissionLimiter:
             headers={"Retry-After": str(retry_after)},
         )
 
-
-async def get_submission_limiter(request: Request, settings: SettingsDep) -> SubmissionLimiter:
-    """One limiter per app (its Redis connection pool is reused across requests)."""
-    limiter: SubmissionLimiter | None = getattr(request.app.state, "submission_limiter", None)
-    if limiter is None:
-        limiter = SubmissionLimiter(settings)
-        request.app.state.submission_limiter = limiter
-    return limiter
-
-
-Limiter = Annotated[SubmissionLimiter, Depends(get_submission_limiter)]

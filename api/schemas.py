@@ -50,6 +50,19 @@ class QuestionRequest(WireModel):
     webhook_url: str | None = Field(
         None, max_length=2048, description="Receives the final job document (signed); public http(s) URLs only"
     )
+    previous_job_id: str | None = Field(
+        None, min_length=1, max_length=64,
+        description="A follow-up: the job (of this key) it continues; filter-only changes run with no LLM call",
+    )
+    conversation_id: str | None = Field(
+        None, min_length=1, max_length=64,
+        description="A follow-up of the newest job of this conversation (every job returns its conversationId)",
+    )
+    priority: Literal["interactive", "batch"] = Field(
+        "interactive",
+        description="batch: work nobody waits for; it yields to interactive jobs on the router queue and "
+        "among this key's jobs waiting for a slot (docs/api.md \"Fair shares and priorities\")",
+    )
 
     @field_validator("question")
     @classmethod
@@ -219,7 +232,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "The job's state does not allow this",
         413: "Request body too large",
         422: "Invalid request",
-        429: "Too many submissions; see Retry-After",
+        429: "Too many submissions (`rate_limited`), or the key's daily or monthly budget is spent "
+             "(`budget_exceeded`: `details.resetAt` says when it resets); see Retry-After",
         503: "A required service is unavailable",
     }
     responses: dict[int | str, dict[str, Any]] = {

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 import redis.asyncio as aioredis
 
+from api.ratelimit import SubmissionLimiter
 from infra.db.job_listener import JobEventListener
 from infra.db.key_cache import ApiKeyCache
 from infra.db.pool import create_pool
@@ -25,6 +26,7 @@ class AppState:
     job_events: JobEventListener
     api_keys: ApiKeyCache
     producer: Producer  # sends the job and webhook messages
+    limiter: SubmissionLimiter  # the per-key submission limit (its Redis connections reused)
 
 
 @asynccontextmanager
@@ -41,7 +43,7 @@ async def open_state(settings: Settings, *, pool_size: int = 10) -> AsyncIterato
     redis = create_async_redis(settings)
     try:
         yield AppState(settings=settings, pool=pool, redis=redis, job_events=job_events, api_keys=api_keys,
-                       producer=create_producer(settings))
+                       producer=create_producer(settings), limiter=SubmissionLimiter(settings))
     finally:
         await job_events.close()
         await redis.aclose()

@@ -55,8 +55,7 @@ async def visible_result(
 
 async def visible_job(pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings, job: JobRow) -> JobRow:
     """`job` with its stored result as `visible_result` shows it."""
-    if not job.result:
+    if job.result is None:
         return job
-    result = QuestionResult.model_validate(job.result)
-    shown = await visible_result(pool, redis, settings, result)
-    return job if shown is result else dataclasses.replace(job, result=shown.wire())
+    shown = await visible_result(pool, redis, settings, job.result)
+    return job if shown is job.result else dataclasses.replace(job, result=shown)

@@ -9,7 +9,9 @@ production prompt (`retrieval/answer_prompt.py`: at most two tightened chunks an
 TURNOUT_RAG_ANSWER_CONTEXT_TOKENS, a byte-identical system message first). Passages are the
 chunks of the expected articles, then of following same-language articles, so both prompts get
 the same material and retrieval is not in the timing. Both stream through the production
-`call_answer_model`; measured: time to the first answer token, to the whole answer, prompt tokens.
+`call_answer_model` (today's prompt with its 320-token cap, the compact one with
+TURNOUT_RAG_ANSWER_MAX_TOKENS); measured: time to the first answer token, to the whole answer,
+prompt tokens and the rates they imply.
 Targets (issue 25): first delta p50 <= 10 s, whole answer p50 <= 30 s on the 2-core machine.
 
 Run: ``.venv/bin/python -m bench.answer_bench [--questions N]``. Writes bench/results/answer.json.
@@ -39,7 +41,7 @@ from retrieval.chunking import chunk_localization, estimate_tokens
 
 RESULTS = Path(__file__).parent / "results"
 TARGET_FIRST_S, TARGET_TOTAL_S = 10.0, 30.0
-TOP_K, TODAY_BUDGET = 8, 3_000
+TOP_K, TODAY_BUDGET, TODAY_MAX_TOKENS = 8, 3_000, 320
 
 
 def _write(rows: list[dict[str, Any]], **extra: Any) -> None:
@@ -116,9 +118,13 @@ async def _timed(settings: Settings, messages: list[dict[str, str]]) -> dict[str
     call = await call_answer_model(llm, settings, messages, deadline=None, stream=stream)
     total = time.monotonic() - started
     await llm.close()
-    return {"first_s": round((stream.first or time.monotonic()) - started, 2), "total_s": round(total, 2),
+    first = (stream.first or time.monotonic()) - started
+    generating = max(total - first, 1e-3)
+    return {"first_s": round(first, 2), "total_s": round(total, 2),
             "prompt_tokens": call.usage.input_tokens, "output_tokens": call.usage.output_tokens,
-            "ok": call.answer is not None}
+            # rates seen by the client: the prompt read before the first token, then generation
+            "prompt_tok_per_s": round(call.usage.input_tokens / max(first, 1e-3), 1),
+            "gen_tok_per_s": round(call.usage.output_tokens / generating, 1), "ok": call.answer is not None}
 
 
 def _p50(values: list[float]) -> float:
@@ -145,8 +151,9 @@ def run(settings: Settings, questions: int) -> list[dict[str, Any]]:
         budget = min(settings.rag_answer_context_tokens, settings.limits.rag_context_tokens)
         selection = select_passages(hits, sources, budget, case["question"])
         compact = build_messages(case["question"], language, selection.articles)
-        for label, messages in (("today", today), ("compact", compact)):
-            result = asyncio.run(_timed(settings, messages))
+        for label, messages, cap in (("today", today, TODAY_MAX_TOKENS), ("compact", compact, None)):
+            call_settings = settings if cap is None else settings.model_copy(update={"rag_answer_max_tokens": cap})
+            result = asyncio.run(_timed(call_settings, messages))
             samples[label].append(result)
             print(case["id"], label, result, flush=True)
 

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -301,6 +302,98 @@ def row(metric: str, value: float, baseline: float | None, target: str, unit: st
             "ratio": None if not baseline else round(value / baseline, 2), "target": target, "unit": unit}
 
 
+@dataclass
+class _Samples:
+    job_s: list[float] = field(default_factory=list)
+    http_base_s: list[float] = field(default_factory=list)
+    llm_base_s: list[float] = field(default_factory=list)
+    base_s: list[float] = field(default_factory=list)
+    rates: dict[str, float] = field(default_factory=dict)  # jobs/s and each baseline's round trips/s
+    layer: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    http_page: list[float] = field(default_factory=list)
+    http_job: list[float] = field(default_factory=list)
+    llm_calls: int = 0
+
+
+def _measure_jobs(client: httpx.Client, relay: httpx.Client, args: argparse.Namespace, out: _Samples) -> None:
+    for n in range(5):  # warm-up: connections, pools, caches on every path
+        run_job(client, -1 - n)
+        relay_http_round_trip(relay)
+        relay_round_trip(RELAY)
+        relay_round_trip(RELAY_LLM)
+    for n in range(args.jobs):  # interleaved, so load drifts hit all alike
+        out.job_s.append(run_job(client, n)[0])
+        out.http_base_s.append(relay_http_round_trip(relay))
+        out.llm_base_s.append(relay_round_trip(RELAY_LLM))
+        out.base_s.append(relay_round_trip(RELAY))
+    out.rates = {
+        "job": closed_loop(lambda n: run_job(client, 10_000 + n), args.batch, CLIENTS),
+        "http": closed_loop(lambda n: relay_http_round_trip(relay), args.batch, CLIENTS),
+        "llm": closed_loop(lambda n: relay_round_trip(RELAY_LLM), args.batch, CLIENTS),
+        "base": closed_loop(lambda n: relay_round_trip(RELAY), args.batch, CLIENTS),
+    }
+
+
+def _measure_pages(client: httpx.Client, args: argparse.Namespace, out: _Samples) -> None:
+    _, doc = run_job(client, 99_999)
+    job_id = doc["id"]
+    assert doc["result"]["search"] == SEARCH, doc["result"]["search"]  # both paths ran the same search
+    page = min(2, doc["result"]["articles"]["totalPages"])
+    client.get(f"/v1/jobs/{job_id}/pages/{page}").raise_for_status()  # fills the cache (a miss)
+    out.layer, out.raw = asyncio.run(page_cache_layer(doc, page, args.page_iterations))
+    for _ in range(args.http_iterations):
+        started = time.perf_counter()
+        assert client.get(f"/v1/jobs/{job_id}/pages/{page}").json()["source"] == "cache"
+        out.http_page.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        client.get(f"/v1/jobs/{job_id}").raise_for_status()
+        out.http_job.append(time.perf_counter() - started)
+
+
+def _measure(args: argparse.Namespace) -> _Samples:
+    out = _Samples()
+    stack = Stack()
+    try:
+        stack.start()
+        headers = {"Authorization": f"Bearer {stack.api_key()}"}
+        with (
+            httpx.Client(base_url=f"http://127.0.0.1:{stack.api_port}", headers=headers, timeout=30) as client,
+            httpx.Client(base_url=f"http://127.0.0.1:{stack.relay_port}", timeout=30) as relay,
+        ):
+            _measure_jobs(client, relay, args, out)
+            _measure_pages(client, args, out)
+            out.llm_calls = len(stack.llm.chat_requests)
+    finally:
+        stack.stop()
+    return out
+
+
+def _rows(m: _Samples) -> list[dict[str, Any]]:
+    us, ms = 1e6, 1e3
+    med = statistics.median
+    return [
+        row("page N from cache p50 (cache layer vs raw GET+decode)", med(m.layer) * us,
+            med(m.raw) * us, f"<= {PAGE_TARGET:g}x", "us"),
+        row("page N from cache p95 (cache layer vs raw GET+decode)", percentile(m.layer, 0.95) * us,
+            percentile(m.raw, 0.95) * us, "", "us"),
+        row("page N over HTTP p50 (vs GET /v1/jobs/{id})", med(m.http_page) * ms, med(m.http_job) * ms, "", "ms"),
+        row("job end to end p50 (vs HTTP + round trip with the LLM call)", med(m.job_s) * ms,
+            med(m.http_base_s) * ms, f"<= {JOB_TARGET:g}x", "ms"),
+        row("job end to end p95 (vs HTTP + round trip with the LLM call)", percentile(m.job_s, 0.95) * ms,
+            percentile(m.http_base_s, 0.95) * ms, "", "ms"),
+        row("job end to end p50 (vs round trip with the LLM call)", med(m.job_s) * ms,
+            med(m.llm_base_s) * ms, "", "ms"),
+        row("job end to end p50 (vs round trip, search only)", med(m.job_s) * ms, med(m.base_s) * ms, "", "ms"),
+        row(f"throughput, {CLIENTS} clients (jobs/s vs HTTP + LLM round trips/s)", m.rates["job"],
+            m.rates["http"], "", "per s"),
+        row(f"throughput, {CLIENTS} clients (jobs/s vs LLM round trips/s)", m.rates["job"], m.rates["llm"], "",
+            "per s"),
+        row(f"throughput, {CLIENTS} clients (jobs/s vs round trips/s)", m.rates["job"], m.rates["base"], "",
+            "per s"),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=100, help="sequential jobs (and round trips) for latency")
@@ -309,73 +402,10 @@ def main() -> int:
     parser.add_argument("--http-iterations", type=int, default=300)
     args = parser.parse_args()
 
-    stack = Stack()
-    try:
-        stack.start()
-        token = stack.api_key()
-        headers = {"Authorization": f"Bearer {token}"}
-        with (
-            httpx.Client(base_url=f"http://127.0.0.1:{stack.api_port}", headers=headers, timeout=30) as client,
-            httpx.Client(base_url=f"http://127.0.0.1:{stack.relay_port}", timeout=30) as relay,
-        ):
-            for n in range(5):  # warm-up: connections, pools, caches on every path
-                run_job(client, -1 - n)
-                relay_http_round_trip(relay)
-                relay_round_trip(RELAY)
-                relay_round_trip(RELAY_LLM)
-            job_s, http_base_s, llm_base_s, base_s = [], [], [], []
-            for n in range(args.jobs):  # interleaved, so load drifts hit all alike
-                job_s.append(run_job(client, n)[0])
-                http_base_s.append(relay_http_round_trip(relay))
-                llm_base_s.append(relay_round_trip(RELAY_LLM))
-                base_s.append(relay_round_trip(RELAY))
-            job_rate = closed_loop(lambda n: run_job(client, 10_000 + n), args.batch, CLIENTS)
-            http_base_rate = closed_loop(lambda n: relay_http_round_trip(relay), args.batch, CLIENTS)
-            llm_base_rate = closed_loop(lambda n: relay_round_trip(RELAY_LLM), args.batch, CLIENTS)
-            base_rate = closed_loop(lambda n: relay_round_trip(RELAY), args.batch, CLIENTS)
-
-            _, doc = run_job(client, 99_999)
-            job_id = doc["id"]
-            assert doc["result"]["search"] == SEARCH, doc["result"]["search"]  # both paths ran the same search
-            page = min(2, doc["result"]["articles"]["totalPages"])
-            client.get(f"/v1/jobs/{job_id}/pages/{page}").raise_for_status()  # fills the cache (a miss)
-            layer, raw = asyncio.run(page_cache_layer(doc, page, args.page_iterations))
-            http_page: list[float] = []
-            http_job: list[float] = []
-            for _ in range(args.http_iterations):
-                started = time.perf_counter()
-                assert client.get(f"/v1/jobs/{job_id}/pages/{page}").json()["source"] == "cache"
-                http_page.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                client.get(f"/v1/jobs/{job_id}").raise_for_status()
-                http_job.append(time.perf_counter() - started)
-            llm_calls = len(stack.llm.chat_requests)
-    finally:
-        stack.stop()
-
-    us, ms = 1e6, 1e3
-    rows = [
-        row("page N from cache p50 (cache layer vs raw GET+decode)", statistics.median(layer) * us,
-            statistics.median(raw) * us, f"<= {PAGE_TARGET:g}x", "us"),
-        row("page N from cache p95 (cache layer vs raw GET+decode)", percentile(layer, 0.95) * us,
-            percentile(raw, 0.95) * us, "", "us"),
-        row("page N over HTTP p50 (vs GET /v1/jobs/{id})", statistics.median(http_page) * ms,
-            statistics.median(http_job) * ms, "", "ms"),
-        row("job end to end p50 (vs HTTP + round trip with the LLM call)", statistics.median(job_s) * ms,
-            statistics.median(http_base_s) * ms, f"<= {JOB_TARGET:g}x", "ms"),
-        row("job end to end p95 (vs HTTP + round trip with the LLM call)", percentile(job_s, 0.95) * ms,
-            percentile(http_base_s, 0.95) * ms, "", "ms"),
-        row("job end to end p50 (vs round trip with the LLM call)", statistics.median(job_s) * ms,
-            statistics.median(llm_base_s) * ms, "", "ms"),
-        row("job end to end p50 (vs round trip, search only)", statistics.median(job_s) * ms,
-            statistics.median(base_s) * ms, "", "ms"),
-        row(f"throughput, {CLIENTS} clients (jobs/s vs HTTP + LLM round trips/s)", job_rate, http_base_rate, "",
-            "per s"),
-        row(f"throughput, {CLIENTS} clients (jobs/s vs LLM round trips/s)", job_rate, llm_base_rate, "", "per s"),
-        row(f"throughput, {CLIENTS} clients (jobs/s vs round trips/s)", job_rate, base_rate, "", "per s"),
-    ]
+    samples = _measure(args)
+    rows = _rows(samples)
     result = {"name": "api", "date": datetime.now(UTC).isoformat(), "rows": rows,
-              "notes": {"sequential_jobs": args.jobs, "throughput_batch": args.batch, "llm_calls": llm_calls,
+              "notes": {"sequential_jobs": args.jobs, "throughput_batch": args.batch, "llm_calls": samples.llm_calls,
                         "client_wait": f"Prefer: wait={WAIT_S} on the POST"}}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "api.json").write_text(json.dumps(result, indent=2))

@@ -76,14 +76,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def run_load(base_url: str, token: str, *, clients: int, seconds: float) -> LoadReport:
-    """`clients` threads, each submitting and long-polling in a closed loop for `seconds`."""
+def run_load(base_url: str, tokens: list[str], *, clients: int, seconds: float) -> LoadReport:
+    """`clients` threads, each submitting and long-polling in a closed loop for `seconds`, client
+    n with key n (the clients of a service are its keys: one key's jobs in flight are capped by
+    the fair shares, TURNOUT_JOBS_PER_KEY_IN_FLIGHT)."""
     report = LoadReport(clients=clients, seconds=0.0)
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
 
     def client_loop(n: int) -> None:
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = {"Authorization": f"Bearer {tokens[n % len(tokens)]}"}
         with httpx.Client(base_url=base_url, headers=headers, timeout=30) as client:
             k = 0
             while time.monotonic() < stop_at:
@@ -220,12 +222,12 @@ def main() -> int:
     with open_stack(base, "bench_load", vector=False, router_threads=8) as stack:
         plant_articles(stack.settings)
         script_search(stack.llm)
-        token = issue_key(stack.settings, "load-bench").token
+        tokens = [issue_key(stack.settings, f"load-bench-{n}").token for n in range(args.clients)]
         app = create_celery(stack.settings)
         try:
             celery_round_trips(app, clients=2, seconds=2)  # warm-up: connections, pools, imports
-            run_load(stack.api.base_url, token, clients=2, seconds=2)
-            report = run_load(stack.api.base_url, token, clients=args.clients, seconds=args.seconds)
+            run_load(stack.api.base_url, tokens, clients=2, seconds=2)
+            report = run_load(stack.api.base_url, tokens, clients=args.clients, seconds=args.seconds)
             lost = lost_jobs(stack.settings, report)
             base_rate, base_lat = celery_round_trips(app, clients=args.clients, seconds=args.baseline_seconds)
         finally:

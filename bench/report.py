@@ -14,10 +14,10 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 RESULTS = Path(__file__).parent / "results"
-BENCHMARKS = ["search_bench", "rag_bench", "api_bench", "load_bench", "routing_bench", "answer_bench"]
+BENCHMARKS = ["search_bench", "job_list_bench", "rag_bench", "api_bench", "load_bench", "fairness_bench", "routing_bench", "answer_bench"]
 
 
 def run_one(name: str, timeout_s: float) -> tuple[bool, float, str]:
@@ -36,6 +36,17 @@ def machine() -> str:
     import os
 
     return f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def render_rows(result: dict[str, Any], *, width: int) -> str:
+    """One benchmark's rows as a table (metric, value, in-run baseline, ratio, target)."""
+    lines = [f"{'metric':<{width}} {'value':>9} {'baseline':>9} {'ratio':>7}  target"]
+    for row in result["rows"]:
+        base = "-" if row["baseline"] is None else f"{row['baseline']:.2f}"
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}x"
+        lines.append(f"{row['metric'] + ' (' + row['unit'] + ')':<{width}} {row['value']:>9.2f} {base:>9} {ratio:>7}  "
+                     f"{row['target']}")
+    return "\n".join(lines)
 
 
 def render(results: list[dict[str, object]]) -> str:

@@ -35,6 +35,7 @@ from typing import Any
 
 import asyncpg
 
+from bench.report import render_rows
 from infra.corpus import ArticleRecord, read_corpus
 from infra.db import search as search_db
 from infra.db.pool import create_pool
@@ -157,6 +158,65 @@ def _p(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def _baseline_call(pool: asyncpg.Pool, q: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+    lo = datetime.fromisoformat(q["dateFrom"]).replace(tzinfo=UTC)
+    hi = datetime.fromisoformat(q["dateTo"]).replace(tzinfo=UTC) + timedelta(days=1)
+
+    async def call() -> Any:
+        async with pool.acquire() as conn:
+            return await conn.fetch(_BASELINE_SQL, q["language"], lo, hi)
+
+    return call
+
+
+def _page_only_call(pool: asyncpg.Pool, q: NormalizedSearch) -> Callable[[], Awaitable[Any]]:
+    # The page query of the same search without its count: shows where the time goes.
+    async def call() -> Any:
+        assert q.text is not None
+        async with search_db.snapshot(pool) as conn:
+            return await search_db.fetch_page(conn, search_filter(q), search_db.FullTextMatch(q.text), limit=20, offset=0)
+
+    return call
+
+
+def _fallback_call(pool: asyncpg.Pool, q: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
+    # A partial word (the title word cut short) through the trigram path alone.
+    word = q["text"]
+    match = search_db.PartialMatch(fallback_terms(word[: max(4, len(word) - 2)]))
+    flt = search_db.SearchFilter(
+        languages=[q["language"]] if q["language"] else None,
+        created_from=datetime.fromisoformat(q["dateFrom"]).replace(tzinfo=UTC),
+        created_before=datetime.fromisoformat(q["dateTo"]).replace(tzinfo=UTC) + timedelta(days=1),
+    )
+
+    async def call() -> Any:
+        async with search_db.snapshot(pool) as conn:
+            total = await search_db.count_matches(conn, flt, match)
+            return total, await search_db.fetch_page(conn, flt, match, limit=20, offset=0)
+
+    return call
+
+
+def _service_call(pool: asyncpg.Pool, q: NormalizedSearch) -> Callable[[], Awaitable[Any]]:
+    return lambda: search_articles(pool, q)
+
+
+def _count_call(pool: asyncpg.Pool, q: NormalizedSearch, table: str) -> Callable[[], Awaitable[Any]]:
+    # The exact count alone, in the narrow copy the service uses vs in `localizations` itself
+    # (how it was counted before `localization_search`): the same rows, the same snapshot rules.
+    async def call() -> Any:
+        assert q.text is not None
+        if table == "localization_search":
+            async with search_db.snapshot(pool) as conn:
+                return await search_db.count_matches(conn, search_filter(q), search_db.FullTextMatch(q.text))
+        stmt = search_db._where(search_filter(q), search_db.FullTextMatch(q.text))
+        sql = "SELECT count(*) FROM localizations l WHERE " + " AND ".join(stmt.where)  # noqa: S608 (constants)
+        async with search_db.snapshot(pool) as conn:
+            return await conn.fetchval(sql, *stmt.params)
+
+    return call
+
+
 async def measure(pool: asyncpg.Pool, records: list[ArticleRecord], n: int) -> dict[str, list[float]]:
     rng = random.Random(SEED + 1)
     limits = Limits()
@@ -165,71 +225,17 @@ async def measure(pool: asyncpg.Pool, records: list[ArticleRecord], n: int) -> d
     filters = [normalize_search({k: v for k, v in q.items() if k != "text"}, limits=limits, today=TODAY)
                for q in raw]
 
-    def baseline_call(q: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
-        lo = datetime.fromisoformat(q["dateFrom"]).replace(tzinfo=UTC)
-        hi = datetime.fromisoformat(q["dateTo"]).replace(tzinfo=UTC) + timedelta(days=1)
-
-        async def call() -> Any:
-            async with pool.acquire() as conn:
-                return await conn.fetch(_BASELINE_SQL, q["language"], lo, hi)
-
-        return call
-
-    def page_only_call(q: NormalizedSearch) -> Callable[[], Awaitable[Any]]:
-        # The page query of the same search without its count: shows where the time goes.
-        async def call() -> Any:
-            assert q.text is not None
-            async with search_db.snapshot(pool) as conn:
-                return await search_db.fetch_page(conn, search_filter(q), search_db.FullTextMatch(q.text), limit=20, offset=0)
-
-        return call
-
-    def fallback_call(q: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
-        # A partial word (the title word cut short) through the trigram path alone.
-        word = q["text"]
-        match = search_db.PartialMatch(fallback_terms(word[: max(4, len(word) - 2)]))
-        flt = search_db.SearchFilter(
-            languages=[q["language"]] if q["language"] else None,
-            created_from=datetime.fromisoformat(q["dateFrom"]).replace(tzinfo=UTC),
-            created_before=datetime.fromisoformat(q["dateTo"]).replace(tzinfo=UTC) + timedelta(days=1),
-        )
-
-        async def call() -> Any:
-            async with search_db.snapshot(pool) as conn:
-                total = await search_db.count_matches(conn, flt, match)
-                return total, await search_db.fetch_page(conn, flt, match, limit=20, offset=0)
-
-        return call
-
-    def service_call(q: NormalizedSearch) -> Callable[[], Awaitable[Any]]:
-        return lambda: search_articles(pool, q)
-
-    def count_call(q: NormalizedSearch, table: str) -> Callable[[], Awaitable[Any]]:
-        # The exact count alone, in the narrow copy the service uses vs in `localizations` itself
-        # (how it was counted before `localization_search`): the same rows, the same snapshot rules.
-        async def call() -> Any:
-            assert q.text is not None
-            if table == "localization_search":
-                async with search_db.snapshot(pool) as conn:
-                    return await search_db.count_matches(conn, search_filter(q), search_db.FullTextMatch(q.text))
-            stmt = search_db._where(search_filter(q), search_db.FullTextMatch(q.text))
-            sql = "SELECT count(*) FROM localizations l WHERE " + " AND ".join(stmt.where)  # noqa: S608 (constants)
-            async with search_db.snapshot(pool) as conn:
-                return await conn.fetchval(sql, *stmt.params)
-
-        return call
-
     # Warm the caches and the pool once for every kind, then interleave nothing: each kind runs alone.
-    await _timed([baseline_call(q) for q in raw[:30]] + [service_call(q) for q in queries[:30]])
+    await _timed([_baseline_call(pool, q) for q in raw[:30]] + [_service_call(pool, q) for q in queries[:30]])
     return {
-        "baseline": await _timed([baseline_call(q) for q in raw]),
-        "search": await _timed([service_call(q) for q in queries]),
-        "page_only": await _timed([page_only_call(q) for q in queries]),
-        "filter": await _timed([service_call(q) for q in filters]),
-        "fallback": await _timed([fallback_call(q) for q in raw[: max(50, n // 3)]]),
+        "baseline": await _timed([_baseline_call(pool, q) for q in raw]),
+        "search": await _timed([_service_call(pool, q) for q in queries]),
+        "page_only": await _timed([_page_only_call(pool, q) for q in queries]),
+        "filter": await _timed([_service_call(pool, q) for q in filters]),
+        "fallback": await _timed([_fallback_call(pool, q) for q in raw[: max(50, n // 3)]]),
         **await _interleaved({
-            "count_side": [count_call(q, "localization_search") for q in queries],
-            "count_wide": [count_call(q, "localizations") for q in queries],
+            "count_side": [_count_call(pool, q, "localization_search") for q in queries],
+            "count_wide": [_count_call(pool, q, "localizations") for q in queries],
         }),
     }
 
@@ -288,16 +294,6 @@ async def run(dsn: str, rows: int, n: int, *, loaded: bool = False) -> dict[str,
     }
 
 
-def render(result: dict[str, Any]) -> str:
-    lines = [f"{'metric':<42} {'value':>9} {'baseline':>9} {'ratio':>7}  target"]
-    for row in result["rows"]:
-        base = "-" if row["baseline"] is None else f"{row['baseline']:.2f}"
-        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}x"
-        lines.append(f"{row['metric'] + ' (' + row['unit'] + ')':<42} {row['value']:>9.2f} {base:>9} {ratio:>7}  "
-                     f"{row['target']}")
-    return "\n".join(lines)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -320,7 +316,7 @@ def main() -> int:
                 print(f"kept database {name}")
             else:
                 services.drop_database(name)
-    print(render(result))
+    print(render_rows(result, width=42))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "search.json").write_text(json.dumps(result, indent=2))
     print(f"JSON: {RESULTS / 'search.json'}")

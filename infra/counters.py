@@ -35,6 +35,7 @@ TOOL_RESENDS = "tool_resends"  # task (a search/RAG task sent again: its worker 
 SUPERVISOR_RESTARTS = "supervisor_restarts"  # child
 ANSWER_CHECKS = "answer_checks"  # attempt (first | strict), verdict (accepted | empty | restates_question | off_material | uncited)
 ANSWER_OUTCOMES = "answer_outcomes"  # outcome (llm | llm_on_retry | extractive_non_answer | extractive_failed | extractive_no_llm | extractive_no_time)
+JOBS_PRUNED = "jobs_pruned"  # what (jobs | events | audit | deliveries): rows removed by retention
 
 LLM_OUTCOMES = ("ok", "429", "5xx", "timeout", "unreachable", "rejected")
 RECENT_RESTARTS = 50

@@ -52,7 +52,7 @@ SEARCH_RESULT_EXAMPLE: dict[str, Any] = {
     "routedBy": "llm",
     "tool": "SearchArticles",
     "message": None,
-    "usage": {"llmCalls": 1, "inputTokens": 812, "outputTokens": 31, "totalTokens": 843},
+    "usage": {"llmCalls": 1, "inputTokens": 812, "outputTokens": 31, "totalTokens": 843, "costUsd": 0.0001404},
 }
 
 
@@ -61,14 +61,88 @@ class JobLinks(WireModel):
     events: str
     pages: str = Field(description="URL template; replace {n} with a page number")
     cancel: str
+    conversation: str | None = Field(None, description="The conversation this job belongs to (its chain of jobs)")
+    feedback: str | None = Field(None, description="POST a rating of this job here")
+
+
+class JobFeedback(WireModel):
+    rating: Literal["up", "down"]
+    comment: str | None = None
+    rated_at: datetime
 
 
 class JobError(WireModel):
     code: str = Field(description="Stable machine-readable reason, e.g. limit_max_rounds, llm_unavailable")
     message: str
+    details: dict[str, Any] | None = Field(
+        default=None,
+        description="More about some codes: `budget_exceeded` has `period` (day|month), `unit` (usd|tokens), "
+        "`limit`, `spent`, `needed` and `resetAt` (when the period rolls over, UTC)",
+    )
 
 
-class JobDocument(WireModel):
+class JobFields(WireModel):
+    """What a job document and a listed job share: everything but the result."""
+
+    id: str
+    status: JobStatus
+    question: str
+    answer_language: Language | None
+    language: Language | None = Field(None, description="The client's default articles' language, if it passed one")
+    page_size: int | None
+    webhook_url: str | None
+    source: Literal["http", "mcp"] = Field("http", description="http: POST /v1/questions; mcp: an MCP tool call")
+    attempts: int = Field(description="How many times a worker started this job")
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    usage: Usage = Field(description="LLM calls and tokens spent on this job")
+    error: JobError | None = Field(description="Present when status is failed")
+    retry_of: str | None = Field(None, description="The job this one retries (POST /v1/jobs/{id}/retry)")
+    retries: list[str] = Field(default_factory=list, description="This job's retries, oldest first")
+    conversation_id: str | None = Field(
+        None, description="The conversation (its first job's id); pass it, or this job's id as previousJobId, "
+        "with a follow-up question")
+    previous_job_id: str | None = Field(None, description="The job this follow-up continues (None: a first question)")
+    feedback: JobFeedback | None = Field(None, description="The rating given to this job, if any")
+    cancel_requested: bool = Field(
+        False, description="A cancel was asked for while the job ran; it ends `cancelled` at its next safe point "
+        "(or with the outcome it reached first)",
+    )
+    priority: Literal["interactive", "batch"] = Field(
+        "interactive", description="batch work yields to interactive work (docs/api.md \"Fair shares and priorities\")")
+    parked: bool = Field(
+        False, description="Queued, waiting for a slot: its key has TURNOUT_JOBS_PER_KEY_IN_FLIGHT jobs in flight; "
+        "it is sent to a worker when one of them ends")
+    links: JobLinks
+
+    @staticmethod
+    def fields_of(job: JobRow, base_url: str | None) -> dict[str, Any]:
+        """`base_url` (settings.public_base_url) makes the links absolute; relative without it."""
+        root = (base_url or "").rstrip("/")
+        path = f"{root}/v1/jobs/{job.id}"
+        conversation = job.conversation_id or job.id
+        feedback = (JobFeedback(rating=job.feedback_rating, comment=job.feedback_comment,  # type: ignore[arg-type]
+                                rated_at=job.feedback_at) if job.feedback_rating and job.feedback_at else None)
+        return {
+            "id": job.id, "status": job.status, "question": job.question,
+            "answer_language": job.answer_language, "language": job.language,  # checked on the way in
+            "page_size": job.page_size, "webhook_url": job.webhook_url, "source": job.source,
+            "attempts": job.attempts, "created_at": job.created_at, "updated_at": job.updated_at,
+            "started_at": job.started_at, "finished_at": job.finished_at,
+            "usage": Usage.model_validate(job.usage or {}),
+            "error": JobError.model_validate(job.error) if job.error else None,
+            "retry_of": job.retry_of, "retries": list(job.retries),
+            "conversation_id": conversation, "previous_job_id": job.previous_job_id, "feedback": feedback,
+            "cancel_requested": job.cancel_requested_at is not None,
+            "priority": job.priority.value, "parked": job.parked,
+            "links": JobLinks(self=path, events=f"{path}/events", pages=f"{path}/pages/{{n}}", cancel=path,
+                              conversation=f"{root}/v1/conversations/{conversation}", feedback=f"{path}/feedback"),
+        }
+
+
+class JobDocument(JobFields):
     """A job: its state, and when it is done its result (SPEC §8) or its error."""
 
     model_config = ConfigDict(  # camelCase, extra="forbid": from WireModel
@@ -81,14 +155,20 @@ class JobDocument(WireModel):
                     "answerLanguage": None,
                     "pageSize": None,
                     "webhookUrl": None,
+                    "source": "http",
                     "attempts": 1,
                     "createdAt": "2025-01-01T12:00:00Z",
                     "updatedAt": "2025-01-01T12:00:02Z",
                     "startedAt": "2025-01-01T12:00:00Z",
                     "finishedAt": "2025-01-01T12:00:02Z",
                     "result": SEARCH_RESULT_EXAMPLE,
-                    "usage": {"llmCalls": 1, "inputTokens": 812, "outputTokens": 31, "totalTokens": 843},
+                    "usage": {"llmCalls": 1, "inputTokens": 812, "outputTokens": 31, "totalTokens": 843, "costUsd": 0.0001404},
                     "error": None,
+                    "retryOf": None,
+                    "retries": [],
+                    "cancelRequested": False,
+                    "priority": "interactive",
+                    "parked": False,
                     "links": {
                         "self": "/v1/jobs/job_q8Vd2Vt3rXyJ3Y0aHq2m1w",
                         "events": "/v1/jobs/job_q8Vd2Vt3rXyJ3Y0aHq2m1w/events",
@@ -100,45 +180,12 @@ class JobDocument(WireModel):
         },
     )
 
-    id: str
-    status: JobStatus
-    question: str
-    answer_language: Language | None
-    language: Language | None = Field(None, description="The client's default articles' language, if it passed one")
-    page_size: int | None
-    webhook_url: str | None
-    attempts: int = Field(description="How many times a worker started this job")
-    created_at: datetime
-    updated_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
     result: QuestionResult | None = Field(description="Present when status is succeeded")
-    usage: Usage = Field(description="LLM calls and tokens spent on this job")
-    error: JobError | None = Field(description="Present when status is failed")
-    links: JobLinks
 
     @classmethod
     def from_row(cls, job: JobRow, *, base_url: str | None = None) -> JobDocument:
         """`base_url` (settings.public_base_url) makes the links absolute; relative without it."""
-        path = f"{(base_url or '').rstrip('/')}/v1/jobs/{job.id}"
-        return cls(
-            id=job.id,
-            status=job.status,
-            question=job.question,
-            answer_language=job.answer_language,  # type: ignore[arg-type]  # checked on the way in
-            language=job.language,  # type: ignore[arg-type]  # checked on the way in
-            page_size=job.page_size,
-            webhook_url=job.webhook_url,
-            attempts=job.attempts,
-            created_at=job.created_at,
-            updated_at=job.updated_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
-            result=QuestionResult.model_validate(job.result) if job.result else None,
-            usage=Usage.model_validate(job.usage or {}),
-            error=JobError.model_validate(job.error) if job.error else None,
-            links=JobLinks(self=path, events=f"{path}/events", pages=f"{path}/pages/{{n}}", cancel=path),
-        )
+        return cls(**cls.fields_of(job, base_url), result=job.result)
 
 
 WebhookEventType = Literal["job.succeeded", "job.failed", "job.cancelled"]

@@ -25,6 +25,9 @@ from infra.status import ResultStatus, ResultType
 Language = Literal["ru", "en", "de"]  # Turnout's languages: defined here only
 LANGUAGES: tuple[Language, ...] = get_args(Language)
 Sort = Literal["newest", "oldest"]
+# How the tool was chosen. caller: an MCP host chose it; followup: code changed the previous
+# turn's filters (no LLM).
+RoutedBy = Literal["llm", "fallback", "cache", "caller", "followup"]
 # The articles' language filter: one code, or several distinct codes (sorted, two or more).
 LanguageFilter: TypeAlias = Language | list[Language]
 
@@ -131,6 +134,11 @@ class Usage(WireModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    # USD by the price table (infra/settings.py `llm_prices`), per call of each model.
+    cost_usd: float = 0.0
+
+    def add_cost(self, usd: float) -> None:
+        self.cost_usd = round(self.cost_usd + usd, 8)  # no float noise on the wire
 
 
 class QuestionResult(WireModel):
@@ -144,8 +152,18 @@ class QuestionResult(WireModel):
     search: NormalizedSearch | None = None
     question: str | None = None  # the RAG question actually asked (normalized tool argument)
     coverage_limited: bool = False
-    routed_by: Literal["llm", "fallback", "cache", "caller"] = "llm"  # caller: an MCP host chose the tool
+    routed_by: RoutedBy = "llm"
     routed_reason: str | None = None  # why the router went the way it did (fallback, refusal), in code's words
     tool: str | None = None  # the executed tool's name
     message: str | None = None  # a reason for refused / no_results / failed
     usage: Usage = Field(default_factory=Usage)
+
+
+class JobResultSummary(WireModel):
+    """A listed job's result in brief (infra/db/job_list.py reads it in SQL; the document has the rest)."""
+
+    result_type: ResultType
+    status: ResultStatus
+    tool: str | None = None
+    routed_by: RoutedBy | None = None
+    total_items: int | None = Field(None, description="Matching articles of a search or combined result")

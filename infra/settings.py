@@ -6,12 +6,13 @@ reads the same variables, so a worker started on another machine needs only the 
 
 from __future__ import annotations
 
+from decimal import Decimal
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -34,6 +35,8 @@ class LLMFilters(StrEnum):
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+NonNegativeDecimal = Annotated[Decimal, Field(ge=0)]
 
 
 class RetrievalMode(StrEnum):
@@ -69,6 +72,20 @@ class Limits(BaseSettings):
     request_max_bytes: PositiveInt = 16_384
     rag_context_tokens: PositiveInt = 3_000
     rag_top_k: PositiveInt = 8
+    # A follow-up's previous turn in the router's history (question, tool, filters, answer, ids): at most this.
+    followup_history_tokens: PositiveInt = 600
+
+
+class ModelPrice(BaseModel):
+    """What a model costs, in USD per 1M tokens (`usage.costUsd`)."""
+
+    input: Annotated[float, Field(ge=0)] = 0.0
+    output: Annotated[float, Field(ge=0)] = 0.0
+
+
+# The price table's default: OpenAI's list prices for the default model. A model not in the table
+# (a local llama-server) costs nothing. JSON in the env: TURNOUT_LLM_PRICES='{"m": {"input": 1, "output": 2}}'.
+DEFAULT_LLM_PRICES: dict[str, ModelPrice] = {"gpt-4o-mini": ModelPrice(input=0.15, output=0.60)}
 
 
 class Settings(BaseSettings):
@@ -96,6 +113,17 @@ class Settings(BaseSettings):
     # answer 200, questions go straight to the deterministic router (degraded mode while the
     # model is built, downloaded or loaded) instead of waiting for retries to fail.
     llm_ready_url: str | None = None
+    llm_prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_LLM_PRICES))
+
+    # Per-key LLM budgets (docs/api.md "Budgets"), UTC day and month, in USD and in tokens; unset
+    # or empty = unlimited. A key's own budget (`turnout keys create|update`) wins over these.
+    key_daily_budget_usd: NonNegativeDecimal | None = None
+    key_monthly_budget_usd: NonNegativeDecimal | None = None
+    key_daily_budget_tokens: NonNegativeInt | None = None
+    key_monthly_budget_tokens: NonNegativeInt | None = None
+    # How long a reservation for one LLM call holds budget if its call never settles (the worker
+    # died): then the sweeper gives it back. Longer than any call with its retries.
+    key_budget_hold_s: PositiveFloat = 600.0
 
     # Embeddings
     embedding_provider: EmbeddingProvider = EmbeddingProvider.LOCAL
@@ -118,6 +146,15 @@ class Settings(BaseSettings):
     job_lease_s: PositiveFloat = 300.0
     job_sweep_interval_s: PositiveFloat = 30.0  # how often the sweeper looks for orphaned jobs
     job_max_attempts: PositiveInt = 3  # runs of one job before the sweeper fails it (poison job)
+    # Fair shares (docs/api.md "Fair shares and priorities"): a key's jobs in flight (queued with a
+    # message, or running) at most; more wait parked until one ends. Below the router's threads
+    # (`turnout up`: 8), a key that floods the queue leaves threads to the others. 0: no cap.
+    jobs_per_key_in_flight: Annotated[int, Field(ge=0, le=10_000)] = 4
+    # Finished jobs older than this many days are pruned with their events, audit rows and webhook
+    # deliveries (docs/operations.md "Retention"); 0 keeps every job.
+    job_retention_days: NonNegativeInt = 30
+    job_retention_interval_s: PositiveFloat = 300.0  # how often the beat prunes
+    job_retention_batch: PositiveInt = 500  # jobs per pruning statement (short locks)
     # Seconds before each retry (the Standard Webhooks example: 5 s ... 24 h, ~3 days in all); a
     # delivery whose last scheduled retry failed is dead-lettered. JSON in the env: `[5, 300]`.
     webhook_retry_schedule_s: Annotated[tuple[PositiveFloat, ...], Field(min_length=1)] = (
@@ -132,7 +169,7 @@ class Settings(BaseSettings):
     webhook_timeout_s: PositiveFloat = 10.0
     page_cache_ttl_s: PositiveInt = 24 * 3600
     # Celery's own task events (for Flower or `celery events`). Turnout's queue health comes from
-    # its signal handlers (workers/taskstats.py), so they are off: each costs a Redis PUBLISH per
+    # its signal handlers (workers/taskstats/), so they are off: each costs a Redis PUBLISH per
     # task state (sent, received, started, succeeded) that nobody reads.
     celery_task_events: bool = False
 
@@ -152,9 +189,18 @@ class Settings(BaseSettings):
     rag_rerank_candidates: PositiveInt = 20
     # Token budget of the passages in the answer prompt (estimated, ~3 characters a token), capped
     # by limits.rag_context_tokens: a small model on 2 cores reads ~70 tokens/s before its first word.
-    rag_answer_context_tokens: PositiveInt = 700
+    rag_answer_context_tokens: PositiveInt = 450
+    # Cap on the answer's length: two to five sentences are ~60-150 tokens; a 1.5B model on 2 cores
+    # writes ~10 tokens a second, so the cap bounds the whole answer (issue 25: p50 <= 30 s).
+    rag_answer_max_tokens: PositiveInt = 200
 
     limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("key_daily_budget_usd", "key_monthly_budget_usd", "key_daily_budget_tokens",
+                     "key_monthly_budget_tokens", mode="before")
+    @classmethod
+    def _empty_is_unlimited(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @model_validator(mode="after")
     def _check_embedding_endpoint(self) -> Settings:
@@ -171,6 +217,13 @@ class Settings(BaseSettings):
         if self.limits.page_size_default > self.limits.page_size_max:
             raise ValueError("TURNOUT_LIMIT_PAGE_SIZE_DEFAULT must not exceed TURNOUT_LIMIT_PAGE_SIZE_MAX")
         return self
+
+    def llm_cost_usd(self, model: str, input_tokens: int, output_tokens: int) -> float:
+        """What a call of `model` cost by the price table (0 for a model not in it)."""
+        price = self.llm_prices.get(model)
+        if price is None:
+            return 0.0
+        return (input_tokens * price.input + output_tokens * price.output) / 1_000_000
 
     @property
     def llm_configured(self) -> bool:

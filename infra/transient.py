@@ -26,7 +26,7 @@ POSTGRES_DOWN: tuple[type[Exception], ...] = (
 REDIS_DOWN: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 # What a job may meet while a service is briefly unavailable, not because the job is broken:
-# the runner re-queues it (workers/tasks/router.py adds the broker's own error, which only
+# the runner re-queues it (workers/tasks/jobs.py adds the broker's own error, which only
 # workers/ may name). A search task that could not reach PostgreSQL sends back
 # `DatabaseUnavailable`, a ConnectionError.
 DEPENDENCY_DOWN: tuple[type[Exception], ...] = (

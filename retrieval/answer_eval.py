@@ -29,12 +29,13 @@ import asyncpg
 from pydantic.alias_generators import to_camel
 
 from infra.llm import create_llm_client
+from infra.messages.ask import AskOutcome
 from infra.results import Source
 from infra.settings import Settings
 from retrieval.answer_check import citation_numbers, stems
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError
 from retrieval.answer_stream import DELTA, AnswerStream
-from retrieval.rag import RagContext, RagOutcome, answer_question
+from retrieval.rag import RagContext, answer_question
 from retrieval.rag_eval import machine, percentile
 from retrieval.search import normalize_search, search_articles
 
@@ -128,7 +129,7 @@ def citation_validity(answer: str, sources: Sequence[Source]) -> tuple[int, int]
     return total, valid
 
 
-def score_case(case: AnswerCase, outcome: RagOutcome, first_delta_s: float | None, total_s: float) -> CaseResult:
+def score_case(case: AnswerCase, outcome: AskOutcome, first_delta_s: float | None, total_s: float) -> CaseResult:
     answer = outcome.answer or ""
     prose = _prose(answer)
     ids = [s.article_id for s in outcome.sources]
@@ -202,7 +203,9 @@ class ModelReport:
 
 def render_markdown(report: dict[str, Any], *, title: str) -> str:
     lines = [
-        f"### {title}: {report['cases']} cases, {report['date']}", "",
+        f"### {title}: {report['cases']} cases"
+        + (f" (the first {report['cases']} of {report['casesPlanned']}: the time budget ran out)"
+           if report.get("casesPlanned", report["cases"]) > report["cases"] else "") + f", {report['date']}", "",
         f"Machine: {report['machine']}. Version `{report['collection']}`.", "",
         "| model | llm / extractive | language right | accepted non-answers | key-fact recall (llm only) | "
         "citations valid | repeated sources | expected article cited | first delta p50 / p95 s | "
@@ -219,9 +222,13 @@ def render_markdown(report: dict[str, Any], *, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def run_answer_eval(ctxs: Sequence[RagContext], cases: Sequence[AnswerCase]) -> dict[str, Any]:
+async def run_answer_eval(
+    ctxs: Sequence[RagContext], cases: Sequence[AnswerCase], *, time_budget_s: float | None = None
+) -> dict[str, Any]:
     """Every case with every answer model (one context each), cases interleaved across models so a
-    load spike on a shared machine hits them alike."""
+    load spike on a shared machine hits them alike. With ``time_budget_s``, no case starts after
+    that many seconds: the report covers the first cases in file order (never a chosen subset)
+    and says how many of the planned ran."""
     from datetime import UTC, datetime
 
     from retrieval.rag import resolve_read_version
@@ -231,14 +238,22 @@ async def run_answer_eval(ctxs: Sequence[RagContext], cases: Sequence[AnswerCase
         raise AnswerEvalError("no collection version serves reads: import the corpus and run `turnout reembed` first")
     await ctxs[0].embedders.get(version.model).embed(["warm-up"])  # model load is not a question's latency
     reports = [ModelReport(ctx.settings.llm_answer_model if ctx.llm is not None else "extractive") for ctx in ctxs]
+    stop_at = time.monotonic() + time_budget_s if time_budget_s is not None else None
+    ran = 0
     for case in cases:
+        if stop_at is not None and time.monotonic() >= stop_at:
+            break
         for ctx, report in zip(ctxs, reports, strict=True):
             report.results.append(await run_case(ctx, case))
+        ran += 1
     return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
-            "collection": version.name, "cases": len(cases), "models": [r.document() for r in reports]}
+            "collection": version.name, "cases": ran, "casesPlanned": len(cases),
+            "models": [r.document() for r in reports]}
 
 
-async def eval_installation(settings: Settings, cases: Sequence[AnswerCase], models: Sequence[str]) -> dict[str, Any]:
+async def eval_installation(
+    settings: Settings, cases: Sequence[AnswerCase], models: Sequence[str], *, time_budget_s: float | None = None
+) -> dict[str, Any]:
     """The configured database, vector store and LLM endpoint; one run per answer model. With
     Qdrant Edge stop the vector worker first (it holds the store)."""
     from infra.db.pool import create_pool
@@ -257,7 +272,7 @@ async def eval_installation(settings: Settings, cases: Sequence[AnswerCase], mod
             ctxs.append(RagContext(settings=configured, pool=pool, store=store, embedders=embedders,
                                    llm=create_llm_client(configured) if configured.llm_configured else None,
                                    reranker=reranker))
-        return await run_answer_eval(ctxs, cases)
+        return await run_answer_eval(ctxs, cases, time_budget_s=time_budget_s)
     finally:
         if reranker is not None:
             await reranker.close()

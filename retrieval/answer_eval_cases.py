@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.results import LANGUAGES
+
 DATA = Path(__file__).parent / "data"
 SETS = {"dev": DATA / "answer_eval_dev.jsonl", "test": DATA / "answer_eval_test.jsonl"}
 TOOLS = ("AskArticles", "SearchAndAskArticles")
-LANGUAGES = ("ru", "en", "de")
 
 
 class AnswerEvalError(ValueError):

@@ -8,18 +8,18 @@ read: a stream cut half-way is a failed attempt, retried like a failed request.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import openai
 
+from infra.budgets import BudgetExceeded, SpendLedger
 from infra.llm import counted_call, llm_retrying
 from infra.results import Usage
 from infra.settings import Settings
 from retrieval.answer_stream import AnswerStream
-
-ANSWER_MAX_TOKENS = 320  # two to five sentences; a small model writes ~10 tokens a second on 2 cores
 
 
 @dataclass
@@ -31,29 +31,70 @@ class ModelCall:
     error: str | None = None
 
 
-def _add_usage(usage: Usage, reported: Any) -> None:
+def _add_usage(usage: Usage, reported: Any, settings: Settings) -> None:
     if reported is not None:
+        usage.add_cost(settings.llm_cost_usd(settings.llm_answer_model, reported.prompt_tokens,
+                                             reported.completion_tokens))
         usage.input_tokens += reported.prompt_tokens
         usage.output_tokens += reported.completion_tokens
         usage.total_tokens += reported.total_tokens
 
 
+def estimate_prompt_tokens(messages: list[dict[str, str]]) -> int:
+    """A high estimate of the prompt's tokens for the budget's hold: 2 characters a token (the
+    passages are ru/de/en article text; Cyrillic splits finer than English) and 8 a message."""
+    return sum(len(m.get("content") or "") for m in messages) // 2 + 8 * len(messages)
+
+
+@dataclass(frozen=True)
+class SpendScope:
+    """Whose budget an answer call is held from: the job's key, through the port."""
+
+    ledger: SpendLedger
+    job_id: str
+
+
 async def call_answer_model(
     llm: openai.AsyncOpenAI, settings: Settings, messages: list[dict[str, str]], *,
     deadline: float | None, stream: AnswerStream | None, usage: Usage | None = None,
+    spend: SpendScope | None = None,
 ) -> ModelCall:
     """Ask the answer model (retried within ``deadline``); with ``stream``, its tokens go into
-    it as they come and a retried attempt starts the stream over."""
+    it as they come and a retried attempt starts the stream over. With ``spend``, the call's worst
+    case is held from the key's budget first (`BudgetExceeded`, with ``usage`` so far, when it has
+    no room) and settled with what the attempts used."""
     usage = usage if usage is not None else Usage()
+    if spend is None:
+        return await _call(llm, settings, messages, deadline=deadline, stream=stream, usage=usage)
+    before = usage.model_copy()
+    try:
+        hold = await spend.ledger.reserve(spend.job_id, settings.llm_answer_model, estimate_prompt_tokens(messages),
+                                          settings.rag_answer_max_tokens)
+    except BudgetExceeded as exc:
+        exc.usage = usage.model_copy()
+        raise
+    try:
+        return await _call(llm, settings, messages, deadline=deadline, stream=stream, usage=usage)
+    finally:
+        await asyncio.shield(spend.ledger.settle(
+            hold, usage.input_tokens - before.input_tokens, usage.output_tokens - before.output_tokens,
+            calls=usage.llm_calls - before.llm_calls,
+        ))
+
+
+async def _call(
+    llm: openai.AsyncOpenAI, settings: Settings, messages: list[dict[str, str]], *,
+    deadline: float | None, stream: AnswerStream | None, usage: Usage,
+) -> ModelCall:
     model = settings.llm_answer_model
     started = time.monotonic()
 
     async def attempt_once(timeout_s: float) -> tuple[str, str]:
         request: dict[str, Any] = {"model": settings.llm_answer_model, "messages": messages, "temperature": 0,
-                                   "max_tokens": ANSWER_MAX_TOKENS, "timeout": timeout_s}
+                                   "max_tokens": settings.rag_answer_max_tokens, "timeout": timeout_s}
         if stream is None:
             response = await llm.chat.completions.create(**request)
-            _add_usage(usage, response.usage)
+            _add_usage(usage, response.usage, settings)
             text = (response.choices[0].message.content or "") if response.choices else ""
             return text, response.model or model
         parts: list[str] = []
@@ -61,7 +102,7 @@ async def call_answer_model(
         chunks = await llm.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
         async for chunk in chunks:
             seen_model = chunk.model or seen_model
-            _add_usage(usage, chunk.usage)
+            _add_usage(usage, chunk.usage, settings)
             if chunk.choices and chunk.choices[0].delta.content:
                 parts.append(chunk.choices[0].delta.content)
                 await stream.add(chunk.choices[0].delta.content)

@@ -8,6 +8,9 @@ The contract a client relies on: the `text` of the `answer_delta` events since t
 whitespace is not sent (the final answer is stripped), and an answer that starts over (the model
 call is retried, it fails and the extractive answer replaces it, or the job runs the answer
 again) is preceded by an `answer_reset`. Extractive answers stream their passages.
+
+A job cancelled while its answer streams stops between two chunks: a chunk is written only while
+no cancel was requested (`add_answer_event`), else `AnswerCancelled` ends the answer.
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ import time
 
 import asyncpg
 
-from infra.db.job_events import add_progress_event, has_event
+from infra.db.job_events import add_answer_event, has_event
 
 DELTA = "answer_delta"
 RESET = "answer_reset"
 FLUSH_CHARS = 48  # a delta event carries a few words, not one token: a row per token is wasteful
 FLUSH_S = 0.1
+
+
+class AnswerCancelled(Exception):
+    """The job's cancel was requested: the answer stops between chunks (workers/cancel.py)."""
 
 
 class AnswerStream:
@@ -85,5 +92,6 @@ class AnswerStream:
         self.emitted = True
 
     async def _write(self, conn: asyncpg.Connection, kind: str, data: dict[str, str]) -> None:
-        await add_progress_event(conn, self.job_id, kind, data)
+        if await add_answer_event(conn, self.job_id, kind, data) is None:
+            raise AnswerCancelled(self.job_id)  # stops the model's stream: its HTTP response is closed
         self.events += 1

@@ -25,24 +25,23 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
 
 import asyncpg
 import openai
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
+from infra.budgets import BudgetExceeded, SpendLedger
 from infra.counters import ANSWER_CHECKS, ANSWER_OUTCOMES, bump
 from infra.db.audit import AuditEvent, insert_audit_events
 from infra.db.collections import CollectionVersion, active_version, get_version
 from infra.db.rag_sources import visible_sources
 from infra.llm import create_llm_client
-from infra.results import Language, LanguageFilter, Source, Usage
+from infra.messages.ask import AskOutcome, AskRequest
+from infra.results import Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore, VectorStoreError, process_vector_store
 from retrieval.answer_check import AnswerCheck, check_answer
-from retrieval.answer_model import ModelCall, call_answer_model
+from retrieval.answer_model import ModelCall, SpendScope, call_answer_model
 from retrieval.answer_prompt import (
     LANGUAGE_NAMES,
     ArticlePassages,
@@ -58,7 +57,6 @@ from retrieval.rerank import Reranker
 
 log = logging.getLogger("turnout.rag")
 
-AnswerKind = Literal["llm", "extractive"]
 EXTRACTIVE_PASSAGES = 3
 SNIPPET_CHARS = 300
 PASSAGE_CHARS = 420
@@ -90,58 +88,6 @@ _EXTRACTIVE_HEADER = {
 
 
 @dataclass
-class RagOutcome:
-    status: ResultStatus
-    answer: str | None
-    answer_kind: AnswerKind | None
-    sources: list[Source]
-    coverage_limited: bool
-    usage: Usage
-    answer_language: str | None
-    message: str | None = None  # why there is no answer (no_results), or why it is extractive
-
-
-class RagRequest(BaseModel):
-    """The ``turnout.rag.answer`` task payload (camelCase on the wire)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-    question: str = Field(min_length=1, max_length=10_000)
-    language: LanguageFilter | None = None  # one code or several (the articles' languages)
-    answer_language: Language
-    scope: list[str] | None = None
-    scope_truncated: bool = False
-    deadline_s: float | None = Field(default=None, gt=0)  # seconds left when the task was sent
-    job_id: str | None = None
-
-
-def rag_outcome_to_wire(outcome: RagOutcome) -> dict[str, Any]:
-    return {
-        "status": outcome.status.value,
-        "answer": outcome.answer,
-        "answerKind": outcome.answer_kind,
-        "sources": [s.wire() for s in outcome.sources],
-        "coverageLimited": outcome.coverage_limited,
-        "usage": outcome.usage.wire(),
-        "answerLanguage": outcome.answer_language,
-        "message": outcome.message,
-    }
-
-
-def rag_outcome_from_wire(data: dict[str, Any]) -> RagOutcome:
-    return RagOutcome(
-        status=ResultStatus(data["status"]),
-        answer=data.get("answer"),
-        answer_kind=data.get("answerKind"),
-        sources=[Source.model_validate(s) for s in data.get("sources", [])],
-        coverage_limited=bool(data.get("coverageLimited", False)),
-        usage=Usage.model_validate(data.get("usage") or {}),
-        answer_language=data.get("answerLanguage"),
-        message=data.get("message"),
-    )
-
-
-@dataclass
 class RagContext:
     """What answering (and re-embedding) needs in one worker thread."""
 
@@ -151,9 +97,10 @@ class RagContext:
     embedders: EmbedderRegistry
     llm: openai.AsyncOpenAI | None  # None: no LLM configured → extractive answers
     reranker: Reranker | None = None  # None: no reranking (TURNOUT_RAG_RERANK_URL unset)
+    spend: SpendLedger | None = None  # the per-key budgets a job's answer call is held from (None: not accounted)
 
     @classmethod
-    def for_settings(cls, settings: Settings, pool: asyncpg.Pool) -> RagContext:
+    def for_settings(cls, settings: Settings, pool: asyncpg.Pool, *, spend: SpendLedger | None = None) -> RagContext:
         """The production wiring: this process's vector store, the embedders, the LLM client when
         one is configured (None: extractive answers)."""
         return cls(
@@ -163,6 +110,7 @@ class RagContext:
             embedders=EmbedderRegistry(settings),
             llm=create_llm_client(settings) if settings.llm_configured else None,
             reranker=Reranker.from_settings(settings),
+            spend=spend,
         )
 
 
@@ -188,7 +136,7 @@ async def answer_question(
     deadline: float | None = None,
     job_id: str | None = None,
     stream: AnswerStream | None = None,
-) -> RagOutcome:
+) -> AskOutcome:
     """Retrieve, select, answer (``stream``: where the answer's deltas go; by default the job's
     events when there is a ``job_id``)."""
     if answer_language not in LANGUAGE_NAMES:
@@ -229,9 +177,9 @@ class _AuditNote:
 async def _answer_from(
     ctx: RagContext, question: str, answer_language: str, selection: Selection, coverage_limited: bool,
     deadline: float | None, stream: AnswerStream | None, *, audit: _AuditNote,
-) -> RagOutcome:
+) -> AskOutcome:
     """The model's checked answer from the selected passages, else the extractive one."""
-    def extractive(usage: Usage, outcome: str, reason: str) -> RagOutcome:
+    def extractive(usage: Usage, outcome: str, reason: str) -> AskOutcome:
         bump(ANSWER_OUTCOMES, outcome=outcome)
         why = "non_answer" if outcome == "extractive_non_answer" else "unavailable"
         return _extractive(selection, answer_language, coverage_limited, usage, reason, why=why)
@@ -244,7 +192,9 @@ async def _answer_from(
     llm_deadline = None
     if deadline is not None:
         llm_deadline = deadline - max(EXTRACTIVE_RESERVE_S, (deadline - time.monotonic()) / 2)
-    call, check, attempts = await _checked_answer(ctx, question, answer_language, selection, llm_deadline, stream)
+    spend = SpendScope(ctx.spend, audit.job_id) if ctx.spend is not None and audit.job_id is not None else None
+    call, check, attempts = await _checked_answer(ctx, question, answer_language, selection, llm_deadline, stream,
+                                                  spend)
     if audit.job_id is not None:
         await _audit(ctx, audit.job_id, call, check, language=audit.language, answer_language=answer_language,
                      scope=audit.scope)
@@ -256,7 +206,7 @@ async def _answer_from(
         log.warning("answer model failed, answering extractively: %s", call.error)
         return await _streamed(stream, extractive(call.usage, "extractive_failed", "the language model failed"))
     bump(ANSWER_OUTCOMES, outcome="llm" if attempts == 1 else "llm_on_retry")
-    return RagOutcome(
+    return AskOutcome(
         status=ResultStatus.ANSWERED,
         answer=call.answer,
         answer_kind="llm",
@@ -269,7 +219,7 @@ async def _answer_from(
 
 async def _checked_answer(
     ctx: RagContext, question: str, answer_language: str, selection: Selection, deadline: float | None,
-    stream: AnswerStream | None,
+    stream: AnswerStream | None, spend: SpendScope | None,
 ) -> tuple[ModelCall, AnswerCheck | None, int]:
     """Ask; a reply that is not an answer is asked again once with a stricter instruction.
     Returns the call (``answer`` None: failed or not an answer), the last check, the attempts."""
@@ -282,7 +232,8 @@ async def _checked_answer(
         if attempt > 1 and deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S:
             break  # no time for the stricter ask: the extractive answer follows
         messages = build_messages(question, answer_language, selection.articles, strict=strict)
-        call = await call_answer_model(ctx.llm, ctx.settings, messages, deadline=deadline, stream=stream, usage=usage)
+        call = await call_answer_model(ctx.llm, ctx.settings, messages, deadline=deadline, stream=stream, usage=usage,
+                                       spend=spend)
         if call.answer is None:
             return call, None, attempt
         repaired = repair_citations(call.answer, entries)
@@ -300,7 +251,7 @@ async def _checked_answer(
     return rejected, check, 2
 
 
-async def _streamed(stream: AnswerStream | None, outcome: RagOutcome) -> RagOutcome:
+async def _streamed(stream: AnswerStream | None, outcome: AskOutcome) -> AskOutcome:
     """Stream an extractive answer's passages (after a reset, if model text was streamed)."""
     if stream is not None and outcome.answer is not None:
         await stream.reset("the language model's answer is replaced by an extractive one")
@@ -308,8 +259,8 @@ async def _streamed(stream: AnswerStream | None, outcome: RagOutcome) -> RagOutc
     return outcome
 
 
-def _no_results(answer_language: str, message: str) -> RagOutcome:
-    return RagOutcome(
+def _no_results(answer_language: str, message: str) -> AskOutcome:
+    return AskOutcome(
         status=ResultStatus.NO_RESULTS, answer=None, answer_kind=None, sources=[], coverage_limited=False,
         usage=Usage(), answer_language=answer_language, message=message,
     )
@@ -323,7 +274,7 @@ async def _audit(
         # The answer LLM call's model, tokens and latency, so ops metrics count RAG tokens too.
         await insert_audit_events(ctx.pool, [AuditEvent(
             "rag_answer", job_id=job_id, model=call.model, input_tokens=call.usage.input_tokens,
-            output_tokens=call.usage.output_tokens, latency_ms=call.latency_ms,
+            output_tokens=call.usage.output_tokens, latency_ms=call.latency_ms, cost_usd=call.usage.cost_usd,
             outcome="llm" if call.answer is not None else "extractive", error=call.error,
             arguments={"language": language, "answerLanguage": answer_language,
                        "scopeSize": None if scope is None else len(scope), "llmCalls": call.usage.llm_calls,
@@ -361,13 +312,13 @@ def _source(article: ArticlePassages) -> Source:
 def _extractive(
     selection: Selection, answer_language: str, coverage_limited: bool, usage: Usage, reason: str, *,
     why: str = "unavailable",
-) -> RagOutcome:
+) -> AskOutcome:
     """The best passages of the first articles, quoted as written (numbered like the sources)."""
     quoted = selection.articles[:EXTRACTIVE_PASSAGES]
     lines = [_EXTRACTIVE_HEADER[why][answer_language], ""]
     for a in quoted:
         lines.append(f"[{a.number}] {a.source.title}: «{_snippet(a.texts[0], PASSAGE_CHARS)}»")
-    return RagOutcome(
+    return AskOutcome(
         status=ResultStatus.ANSWERED,
         answer="\n".join(lines),
         answer_kind="extractive",
@@ -379,7 +330,7 @@ def _extractive(
     )
 
 
-async def answer_request(ctx: RagContext, request: RagRequest, *, deadline: float | None = None) -> RagOutcome:
+async def answer_request(ctx: RagContext, request: AskRequest, *, deadline: float | None = None) -> AskOutcome:
     """Answer a validated task payload."""
     try:
         return await answer_question(
@@ -393,10 +344,14 @@ async def answer_request(ctx: RagContext, request: RagRequest, *, deadline: floa
     except VectorStoreError as exc:
         log.error("cannot search the vector store: %s", exc)
         return _failed(request.answer_language, "the article index is unavailable; try again later")
+    except BudgetExceeded as exc:  # the job fails with budget_exceeded (router/gateway.py `answer_result`)
+        refused = _failed(request.answer_language, exc.message)
+        refused.usage, refused.budget_exceeded = exc.usage or Usage(), exc.details()
+        return refused
 
 
-def _failed(answer_language: str, message: str) -> RagOutcome:
-    return RagOutcome(
+def _failed(answer_language: str, message: str) -> AskOutcome:
+    return AskOutcome(
         status=ResultStatus.FAILED, answer=None, answer_kind=None, sources=[], coverage_limited=False,
         usage=Usage(), answer_language=answer_language, message=message,
     )

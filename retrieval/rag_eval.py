@@ -28,6 +28,7 @@ import asyncpg
 
 from infra.db import rag_chunks as chunks_db
 from infra.db.collections import CollectionVersion
+from infra.results import LANGUAGES
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import VectorStore
 from retrieval.embeddings import EmbedderRegistry
@@ -37,7 +38,6 @@ from retrieval.rerank import Reranker
 DATA = Path(__file__).parent / "data"
 SETS = {"dev": DATA / "rag_eval_dev.jsonl", "test": DATA / "rag_eval_test.jsonl"}
 RANK_DEPTH = 10  # MRR counts a hit up to this rank
-LANGUAGES = ("ru", "en", "de")
 
 
 class RagEvalFileError(ValueError):

@@ -71,6 +71,62 @@ class ReembedError(ValueError):
 
 
 # ---- planning ----
+def _validated_scope(
+    language: str | None, ids: Sequence[str] | None, batch_size: int | None
+) -> tuple[list[str] | None, int]:
+    if language is not None and language not in LANGUAGES:
+        raise ReembedError("language", f"language must be ru, en or de, not {language!r}")
+    cleaned: list[str] | None = None
+    if ids is not None:
+        cleaned = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
+        if not cleaned:
+            raise ReembedError("ids", "ids is empty: give at least one article id, or leave it out for all")
+    size = batch_size or DEFAULT_BATCH_SIZE
+    if size < 1:
+        raise ReembedError("batch_size", "batch_size must be at least 1")
+    return cleaned, size
+
+
+@dataclass(frozen=True)
+class _Plan:
+    batches: list[tuple[runs_db.BatchMode, Sequence[str]]]
+    source_collection: str | None  # vectors are copied from it when the model is unchanged
+
+
+async def _plan(
+    conn: asyncpg.Connection, *, language: str | None, ids: list[str] | None, model: str, dimension: int, size: int
+) -> _Plan:
+    """The run's batches: the selected articles to embed, the rest of the active version to copy."""
+    if ids is not None:
+        missing = await runs_db.unknown_ids(conn, ids)
+        if missing:
+            raise ReembedError("ids", f"unknown article id(s): {', '.join(missing[:20])}"
+                               + (f" (+{len(missing) - 20} more)" if len(missing) > 20 else ""), missing)
+    source = await versions_db.active_version(conn)
+    copy_vectors = source is not None and source.model == model and source.dimension == dimension
+    partial = language is not None or ids is not None
+    if partial and source is not None and not copy_vectors:
+        raise ReembedError(
+            "model",
+            f"changing the embedding model ({source.model} → {model}) re-embeds every article: "
+            "start the run without a language or ids",
+        )
+    selected = await runs_db.visible_localization_ids(conn, language=language, ids=ids)
+    if not selected:
+        raise ReembedError("ids" if ids is not None else "language",
+                           "no published, visible article matches: nothing to embed")
+    carried: list[str] = []
+    if partial and source is not None:
+        chosen = set(selected)
+        carried = [i for i in await runs_db.visible_localization_ids(conn) if i not in chosen]
+    batches: list[tuple[runs_db.BatchMode, Sequence[str]]] = []
+    for i in range(0, len(selected), size):
+        batches.append(("embed", selected[i:i + size]))
+    for i in range(0, len(carried), COPY_BATCH_SIZE):
+        batches.append(("copy", carried[i:i + COPY_BATCH_SIZE]))
+    return _Plan(batches, source.name if source is not None and copy_vectors else None)
+
+
 async def create_reembed_run(
     pool: asyncpg.Pool,
     *,
@@ -83,15 +139,7 @@ async def create_reembed_run(
     """Validate, plan and record a run (run row + batches + its collection version row).
     Returns the run id and its batch numbers; nothing is enqueued."""
     settings = settings or get_settings()
-    if language is not None and language not in LANGUAGES:
-        raise ReembedError("language", f"language must be ru, en or de, not {language!r}")
-    if ids is not None:
-        ids = list(dict.fromkeys(i.strip() for i in ids if i.strip()))
-        if not ids:
-            raise ReembedError("ids", "ids is empty: give at least one article id, or leave it out for all")
-    size = batch_size or DEFAULT_BATCH_SIZE
-    if size < 1:
-        raise ReembedError("batch_size", "batch_size must be at least 1")
+    cleaned_ids, size = _validated_scope(language, ids, batch_size)
     model = model or settings.embedding_model
     try:
         check_model(settings, model)
@@ -100,34 +148,7 @@ async def create_reembed_run(
     dimension = await _model_dimension(settings, model)
 
     async with pool.acquire() as conn:
-        if ids is not None:
-            missing = await runs_db.unknown_ids(conn, ids)
-            if missing:
-                raise ReembedError("ids", f"unknown article id(s): {', '.join(missing[:20])}"
-                                   + (f" (+{len(missing) - 20} more)" if len(missing) > 20 else ""), missing)
-        source = await versions_db.active_version(conn)
-        copy_vectors = source is not None and source.model == model and source.dimension == dimension
-        partial = language is not None or ids is not None
-        if partial and source is not None and not copy_vectors:
-            raise ReembedError(
-                "model",
-                f"changing the embedding model ({source.model} → {model}) re-embeds every article: "
-                "start the run without a language or ids",
-            )
-        selected = await runs_db.visible_localization_ids(conn, language=language, ids=ids)
-        if not selected:
-            raise ReembedError("ids" if ids is not None else "language",
-                               "no published, visible article matches: nothing to embed")
-        carried: list[str] = []
-        if partial and source is not None:
-            chosen = set(selected)
-            carried = [i for i in await runs_db.visible_localization_ids(conn) if i not in chosen]
-        batches: list[tuple[runs_db.BatchMode, Sequence[str]]] = []
-        for i in range(0, len(selected), size):
-            batches.append(("embed", selected[i:i + size]))
-        for i in range(0, len(carried), COPY_BATCH_SIZE):
-            batches.append(("copy", carried[i:i + COPY_BATCH_SIZE]))
-
+        plan = await _plan(conn, language=language, ids=cleaned_ids, model=model, dimension=dimension, size=size)
         run_id = "rr_" + secrets.token_hex(8)
         collection = f"{settings.qdrant_collection}_{datetime.now(UTC):%Y%m%d%H%M%S}_{secrets.token_hex(2)}"
         async with conn.transaction():
@@ -136,10 +157,10 @@ async def create_reembed_run(
             )
             await runs_db.create_run(
                 conn, run_id=run_id, model=model, dimension=dimension, collection=collection,
-                source_collection=source.name if source is not None and copy_vectors else None,
-                scope={"language": language, "ids": ids}, batches=batches,
+                source_collection=plan.source_collection,
+                scope={"language": language, "ids": cleaned_ids}, batches=plan.batches,
             )
-    return run_id, list(range(len(batches)))
+    return run_id, list(range(len(plan.batches)))
 
 
 async def _model_dimension(settings: Settings, model: str) -> int:

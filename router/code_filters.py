@@ -4,7 +4,7 @@ Measured with a 1.5B model (docs/router.md): it picks a tool and names a topic w
 it fills filters badly -- it invents date ranges, cannot do date arithmetic, copies an example's
 `sort` -- and every argument it writes costs generation time. So the model writes the tool and
 the topic; code fills what the question itself names, read by the question reader
-(`router.reader`, through `router.fallback.read_question`): the period, `sort`, an answer
+(`router.reader`, through `router.question_reading.read_question`): the period, `sort`, an answer
 language asked for, and the question for the answering tools. A period cue the reader could not
 read is asked of the model in a closed schema first (`router.period_question`, run by the service). The articles' `language` is set by the gateway, as for
 every call. What code reads wins over what a model sent; what code does not read stays the
@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from router.fallback import QuestionReading
 from router.language import detect_language
+from router.question_reading import QuestionReading
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, TOPIC_FIELD
 
 _WORD = re.compile(r"\S+")
@@ -49,9 +49,20 @@ def _topic_in_articles_language(topic: str, reading: QuestionReading, own: str |
     return topic
 
 
-def fill_filters(tool: str, arguments: Mapping[str, Any], reading: QuestionReading) -> tuple[str, dict[str, Any]]:
-    """The call to validate: ``tool`` and ``arguments`` with the filters code read from the question."""
-    args = dict(arguments)
+_ASK_KEYS = frozenset({"question", "language", "answerLanguage"})
+
+
+def fill_filters(
+    tool: str, arguments: Mapping[str, Any], reading: QuestionReading, *, form_tool: str | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The call to validate: ``tool`` and ``arguments`` with the filters code read from the question.
+
+    ``form_tool`` is the tool the question's form says, when the rules read one (an imperative
+    search, a listing question, a question): it wins over a small model's, which adds an answer to
+    a request for a list and lists what a question asks (measured: docs/router.md)."""
+    if form_tool is not None and form_tool != tool:
+        tool = form_tool
+    args = dict(arguments) if tool != ASK else {k: v for k, v in arguments.items() if k in _ASK_KEYS}
     # Where the chosen tool cannot do what the question's own words ask for, the combined tool can:
     if tool == ASK and reading.dates is not None:
         # AskArticles has no date filter: a question about a period is answered over that

@@ -36,6 +36,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from infra.results import LANGUAGES
 from router.service import RoutingDecision
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
@@ -44,7 +45,6 @@ SHIPPED_TEST_SET = Path(__file__).parent / "data" / "eval_questions_test.jsonl"
 SHIPPED_SPLITS: dict[str, tuple[Path, ...]] = {
     "dev": (SHIPPED_SET,), "test": (SHIPPED_TEST_SET,), "all": (SHIPPED_SET, SHIPPED_TEST_SET),
 }
-LANGUAGE_TAGS = ("ru", "en", "de")
 FIELDS: dict[str, tuple[str, ...]] = {
     SEARCH: ("text", "language", "dateFrom", "dateTo", "sort"),
     ASK: ("question", "language", "answerLanguage"),
@@ -73,7 +73,7 @@ class EvalCase:
 
     @property
     def question_language(self) -> str:
-        return next((t for t in self.tags if t in LANGUAGE_TAGS), "other")
+        return next((t for t in self.tags if t in LANGUAGES), "other")
 
 
 def load_split(split: str) -> list[EvalCase]:
@@ -107,7 +107,7 @@ def load_cases(path: Path, *, split: str | None = None) -> list[EvalCase]:
                 expected_tool=tool, expected_arguments=arguments, answer_language=data.get("answerLanguage"),
                 tags=tuple(data.get("tags", ())), language=data.get("language"), split=data.get("split"),
             )
-            if case.language is not None and case.language not in LANGUAGE_TAGS:
+            if case.language is not None and case.language not in LANGUAGES:
                 raise ValueError(f"language {case.language!r} is not one of ru, en, de")
         except (KeyError, TypeError, ValueError) as exc:
             raise EvalFileError(f"{path}:{number}: {type(exc).__name__}: {exc}") from None
@@ -127,7 +127,7 @@ def _check_language_label(label: Any) -> None:
         if option is None:
             continue
         codes = str(option).split("+")
-        if not set(codes) <= set(LANGUAGE_TAGS) or codes != sorted(set(codes)):
+        if not set(codes) <= set(LANGUAGES) or codes != sorted(set(codes)):
             raise ValueError(f"language label {option!r} is not a code or sorted codes joined by '+' (\"de+ru\")")
 
 

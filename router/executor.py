@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
 
+from infra.messages.ask import AskOutcome
 from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch
 
 if TYPE_CHECKING:
-    from retrieval.rag import RagContext, RagOutcome
+    from retrieval.rag import RagContext
 
 # Without a job deadline a queued call still may not wait forever.
 DEFAULT_TIMEOUT_S = 120.0
@@ -47,7 +48,7 @@ class AskCall:
 class ToolExecutor(Protocol):
     async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage: ...
 
-    async def ask(self, call: AskCall, *, deadline: float | None = None) -> RagOutcome: ...
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> AskOutcome: ...
 
 
 def remaining_s(deadline: float | None) -> float:
@@ -69,7 +70,7 @@ class InProcessExecutor:
         async with asyncio.timeout(max(0.0, remaining_s(deadline))):
             return await search_articles(self.pool, q)
 
-    async def ask(self, call: AskCall, *, deadline: float | None = None) -> RagOutcome:
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> AskOutcome:
         from retrieval.rag import answer_question
 
         if self.rag is None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from infra.budgets import BudgetExceeded
 from infra.db.pool import DatabaseUnavailable
 from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch, QuestionResult
 from infra.settings import Limits
@@ -111,40 +111,13 @@ def _ask_error(tool: str, exc: ValidationError) -> str:
     return f"{tool}: {field}: {first['msg']} (got {got!r})"
 
 
-_COLLECTION = (
-    r"(?:articles?|posts?|news|stories|publications?|entries"
-    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|ов|ах)?|публикаци\w*|новост\w*|материал\w*"
-    r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?)"
-)
-_LANGUAGE_ADJECTIVE = (
-    r"(german|english|russian|deutsch\w*|englisch\w*|russisch\w*|немецк\w*|английск\w*|англоязычн\w*"
-    r"|русск\w*|русскоязычн\w*|немецкоязычн\w*)(?:[- ]language|sprachig\w*)?"
-)
-# The articles' role only: "<language> articles", "articles … in/auf/на <language>".
-_ARTICLES_ROLE = (
-    re.compile(r"\b" + _LANGUAGE_ADJECTIVE + r"\s+(?:\w+\s+)?" + _COLLECTION + r"\b", re.I | re.U),
-    re.compile(r"\b" + _COLLECTION + r"\b[^.?!]{0,60}?(?:\b(?:in|auf)\s+|\bна\s+|\bпо-)"
-               r"(english|german|russian|englisch|deutsch|russisch|английском|немецком|русском|английски"
-               r"|немецки|русски)\b", re.I | re.U),
-)
-_LANGUAGE_STEMS = (("ger", "de"), ("deu", "de"), ("нем", "de"), ("eng", "en"), ("анг", "en"), ("rus", "ru"),
-                   ("рус", "ru"))
+def articles_language(cues: LanguageCues) -> Language | None:
+    """The one language the question names in the articles' role, proven (None: none, or not proven).
 
-
-def articles_language(question: str, cues: LanguageCues) -> Language | None:
-    """The one language ``question`` names in the articles' role, proven (None: none, or not proven).
-
-    The reader's cues name it; a capable model is overridden only when the naming also stands
-    next to a collection noun ("German articles", "Beiträge … auf Deutsch"), so a mention in
-    another role ("the German locale") proves nothing."""
-    if cues.named is None:
-        return None
-    found: set[str] = set()
-    for pattern in _ARTICLES_ROLE:
-        for match in pattern.finditer(question):
-            word = match.group(1).casefold()
-            found.update(lang for stem, lang in _LANGUAGE_STEMS if word.startswith(stem))
-    return cues.named if cues.named in found else None
+    The reader's cues name it; a capable model is overridden only when the naming also stands on
+    a collection noun ("German articles", "Beiträge … auf Deutsch"), so a mention in another role
+    ("the German locale") proves nothing."""
+    return cues.named if cues.named is not None and cues.named in cues.on_collection else None
 
 
 class CallValidator:
@@ -171,7 +144,7 @@ class CallValidator:
         self.answer_language = answer_language  # the client's choice wins over the model's
         self.client_language = client_language  # the material language's default, over the question's
         self.language_cues = language_cues(question)
-        self.articles_language = articles_language(question, self.language_cues)
+        self.articles_language = articles_language(self.language_cues)
         self.period_reading = read_period(question, today)  # the period named, and cue words it could not read
 
     def _with_language(self, args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
@@ -400,7 +373,7 @@ class Gateway:
                 question=call.question, language=call.language, answer_language=call.answer_language,
                 scope=None, job_id=self.audit.job_id,
             ), deadline=deadline)
-            return _answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
+            return answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
         assert call.search is not None
         page = await self.executor.search(call.search, deadline=deadline)
         call = dataclasses.replace(call, search=_executed(call.search, page))  # its scope: the relaxed page
@@ -418,7 +391,7 @@ class Gateway:
             question=call.question, language=call.language, answer_language=call.answer_language,
             scope=ids, scope_truncated=truncated, job_id=self.audit.job_id,
         ), deadline=deadline)
-        return _answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
+        return answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
 
 
 def _executed(search: NormalizedSearch, page: ArticlesPage) -> NormalizedSearch:
@@ -439,9 +412,14 @@ def _empty_result(call: ValidatedCall, reason: str) -> QuestionResult:
     )
 
 
-def _answer_result(
+def answer_result(
     result_type: ResultType, call: ValidatedCall, outcome: Any, *, page: ArticlesPage | None, truncated: bool
 ) -> QuestionResult:
+    """The RAG outcome as the job's result; `BudgetExceeded` when the answer call had no budget."""
+    if outcome.budget_exceeded is not None:
+        refusal = BudgetExceeded.from_details(outcome.budget_exceeded)
+        refusal.usage = outcome.usage.model_copy()
+        raise refusal
     result = QuestionResult(
         result_type=result_type,
         status=ResultStatus(outcome.status),

@@ -9,6 +9,7 @@ from lingua import Language as LinguaLanguage
 from lingua import LanguageDetector, LanguageDetectorBuilder
 
 from infra.results import Language
+from router.reader import language_cues
 
 _LINGUA: dict[LinguaLanguage, Language] = {
     LinguaLanguage.RUSSIAN: "ru",
@@ -57,3 +58,10 @@ def detect_language(text: str, default: Language = "en") -> Language:
     if detected is None:
         return "de" if _GERMAN_LETTERS.search(text) else default
     return _LINGUA[detected]
+
+
+def written_language(question: str, default: Language = "en") -> Language:
+    """The language ``question`` is written in, read without its language cues: "In English please"
+    or "Antworte auf Deutsch" asks for the answer's language and is no evidence of the question's."""
+    rest = language_cues(question).rest
+    return detect_language(rest if _WORD.search(rest) else question, default)

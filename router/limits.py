@@ -10,7 +10,7 @@ import time
 from typing import NoReturn
 
 from infra.results import Usage
-from infra.settings import Limits
+from infra.settings import Limits, Settings
 from router.errors import (
     LIMIT_DEADLINE,
     LIMIT_MAX_ROUNDS,
@@ -24,8 +24,9 @@ _MIN_OUTPUT_ROOM = 16
 
 
 class JobBudget:
-    def __init__(self, limits: Limits, *, started: float | None = None) -> None:
+    def __init__(self, limits: Limits, *, started: float | None = None, settings: Settings | None = None) -> None:
         self.limits = limits
+        self.settings = settings  # the price table for the router model's calls (None: not priced)
         self.started = time.monotonic() if started is None else started
         self.deadline = self.started + limits.job_deadline_s
         # LLM calls (and their retries) stop here; the rest of the deadline is the fallback's.
@@ -65,7 +66,14 @@ class JobBudget:
         self.tool_executions += 1
 
     # ---- tokens ----
+    def call_cost(self, input_tokens: int, output_tokens: int) -> float:
+        """A routing call's cost at the router model's price (0 when not priced)."""
+        if self.settings is None:
+            return 0.0
+        return self.settings.llm_cost_usd(self.settings.llm_router_model, input_tokens, output_tokens)
+
     def add_llm_call(self, input_tokens: int, output_tokens: int) -> None:
+        self.usage.add_cost(self.call_cost(input_tokens, output_tokens))
         self.usage.llm_calls += 1
         self.usage.input_tokens += input_tokens
         self.usage.output_tokens += output_tokens
@@ -77,6 +85,7 @@ class JobBudget:
         self.usage.input_tokens += other.input_tokens
         self.usage.output_tokens += other.output_tokens
         self.usage.total_tokens += other.total_tokens
+        self.usage.add_cost(other.cost_usd)
 
     def exceeded_token_budget(self) -> str | None:
         u, lim = self.usage, self.limits

@@ -72,7 +72,7 @@ async def ask_model(
     await audit.record(
         "llm_round", round=round_no, loop_mode="period", model=response.model, finish_reason=response.finish_reason,
         input_tokens=response.input_tokens, output_tokens=response.output_tokens, latency_ms=response.latency_ms,
-        outcome="period" if period is not None else "text",
+        cost_usd=budget.call_cost(response.input_tokens, response.output_tokens), outcome="period" if period is not None else "text",
         error=None if period is not None else f"no usable period for {unread!r}",
     )
     return period

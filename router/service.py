@@ -28,27 +28,32 @@ from typing import Any, NoReturn, cast
 import asyncpg
 import redis.asyncio as aioredis
 
+from infra.budgets import BudgetExceeded, SpendLedger
+from infra.conversation import PreviousTurn
 from infra.counters import FALLBACKS, RATE_LIMIT, bump
-from infra.results import LANGUAGES, Language, QuestionResult, Usage
+from infra.results import LANGUAGES, Language, QuestionResult
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus, ResultType
 from router import period_question as period_prompt
 from router.audit import AuditTrail
 from router.cache import CachedDecision, DecisionCache
 from router.code_filters import fill_filters
+from router.decision import RoutingDecision, decide_fallback
 from router.engine import Engine, EngineError, EngineRequest, LLMRejected, OpenAIEngine, ToolIntent, Turn
-from router.errors import LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
+from router.errors import BUDGET_EXCEEDED, LIMIT_DEADLINE, LLM_UNAVAILABLE, TOOL_REJECTED, RoutingFailed
 from router.executor import ToolExecutor
 from router.fallback import FallbackDecision, fallback_decision
+from router.followup import Followup
 from router.gate import CollectionRelevance, GateVerdict, Relevance, check_request
 from router.gateway import CallValidator, Gateway, Rejection, ValidatedCall, observation, parse_arguments
 from router.hooks import RunHooks
-from router.language import detect_language
+from router.language import written_language
 from router.limits import JobBudget
 from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason, system_prompt, user_message
 from router.ratelimit import LLMRateLimiter, RateLimitDeadline
 from router.reader import DateExpectation
 from router.readiness import ReadinessProbe
+from router.spending import BudgetedEngine
 from router.tools import ToolRegistry, default_registry
 
 __all__ = [
@@ -78,6 +83,7 @@ class RouteRequest:
     tool_call: dict[str, Any] | None = None
     # The articles' language by default (a UI locale); a language the question names wins over it.
     client_language: str | None = None
+    previous: PreviousTurn | None = None  # the turn a follow-up continues (issue 28)
 
     def __post_init__(self) -> None:
         if self.answer_language is not None and self.answer_language not in LANGUAGES:
@@ -109,10 +115,12 @@ class RouterDeps:
     llm_ready: Callable[[], Awaitable[bool]] | None = None
     # The request gate's relevance signal (None: the gate's rules only, e.g. an eval without a database).
     relevance: Relevance | None = None
+    # The per-key budgets each LLM call of a job is reserved from (None: not accounted, e.g. the eval).
+    spend: SpendLedger | None = None
 
     @classmethod
     def for_settings(cls, settings: Settings, *, pool: asyncpg.Pool | None, redis: aioredis.Redis | None,
-                     executor: ToolExecutor) -> RouterDeps:
+                     executor: ToolExecutor, spend: SpendLedger | None = None) -> RouterDeps:
         """The production wiring: the LLM engine when one is configured, its rate limiter; fails
         on configuration errors (tool names, URLs)."""
         registry = default_registry()
@@ -121,23 +129,8 @@ class RouterDeps:
             settings=settings, pool=pool, redis=redis, executor=executor, engine=engine, registry=registry,
             rate_limiter=LLMRateLimiter.from_settings(settings) if engine is not None else None,
             llm_ready=ReadinessProbe(settings.llm_ready_url) if engine is not None and settings.llm_ready_url else None,
-            relevance=CollectionRelevance(pool) if pool is not None else None,
+            relevance=CollectionRelevance(pool) if pool is not None else None, spend=spend,
         )
-
-
-@dataclass
-class RoutingDecision:
-    """What the router decided without executing it (the eval harness compares these)."""
-
-    tool: str | None
-    arguments: dict[str, Any]  # normalized, as the gateway would execute them
-    routed_by: str
-    usage: Usage
-    rounds: int = 0
-    refused: str | None = None
-    error: str | None = None  # a RoutingFailed code
-    message: str | None = None
-    gate: GateVerdict | None = None  # the request gate's verdict (its class and relevance, for the eval)
 
 
 async def route_question(
@@ -168,36 +161,6 @@ async def decide_question(deps: RouterDeps, req: RouteRequest) -> RoutingDecisio
                            gate=run.gate)
 
 
-async def decide_fallback(
-    settings: Settings, req: RouteRequest, registry: ToolRegistry | None = None, *, relevance: Relevance | None = None
-) -> RoutingDecision:
-    """The deterministic route's decision for ``req``: the request gate, then the rules (I/O: the
-    gate's relevance signal only)."""
-    today = req.today or datetime.now(UTC).date()
-    registry = registry or default_registry()
-    question = " ".join(req.question.split())
-    user_language = detect_language(question) if question else "en"
-    gate = await check_request(question, language=user_language, tools=registry.names, relevance=relevance,
-                               today=today)
-    if not gate.passed:
-        return RoutingDecision(None, {}, "fallback", Usage(), refused=gate.reason, gate=gate)
-    decision = fallback_decision(
-        gate.question, today, answer_language=req.language, client_language=req.material_language
-    )
-    if decision.tool is None:
-        return RoutingDecision(None, {}, "fallback", Usage(), refused=decision.reason)
-    validator = CallValidator(
-        registry, settings.limits, today=today, question=question,
-        user_language=user_language, page_size=req.page_size, answer_language=req.language,
-        client_language=req.material_language,
-    )
-    verdict = validator.validate(decision.tool, decision.arguments)
-    if isinstance(verdict, Rejection):
-        return RoutingDecision(None, {}, "fallback", Usage(), error="fallback_rejected", message=verdict.reason,
-                               gate=gate)
-    return RoutingDecision(verdict.tool, verdict.normalized_arguments(), "fallback", Usage(), gate=gate)
-
-
 class _Run:
     """One routing job: its budget, audit trail, gateway and conversation."""
 
@@ -214,8 +177,8 @@ class _Run:
         self.settings = deps.settings
         self.today = req.today or datetime.now(UTC).date()
         self.question = " ".join(req.question.split())
-        self.user_language: Language = detect_language(self.question) if self.question else "en"
-        self.budget = JobBudget(self.settings.limits)
+        self.user_language: Language = written_language(self.question) if self.question else "en"
+        self.budget = JobBudget(self.settings.limits, settings=self.settings)
         self.narrator = hooks.narrator
         self.audit = AuditTrail(deps.pool, req.job_id, hooks.narrator)
         self.validator = CallValidator(
@@ -224,8 +187,11 @@ class _Run:
             client_language=req.material_language,
         )
         self.gateway = Gateway(self.validator, deps.executor, self.audit)
-        self.cache = (
-            DecisionCache(deps.redis, self.settings) if deps.redis is not None and deps.use_decision_cache else None
+        self.followup = None if req.previous is None else Followup(
+            req.previous, self.question, self.today, self.settings.limits, req.page_size)
+        self.cache = (  # a follow-up means something else after another turn: never cached
+            DecisionCache(deps.redis, self.settings)
+            if deps.redis is not None and deps.use_decision_cache and self.followup is None else None
         )
         self.last_result: QuestionResult | None = None
         self.routed_by = "llm"  # "fallback" once the question was handed to the deterministic router
@@ -262,6 +228,8 @@ class _Run:
             return outcome
         except RateLimitDeadline as exc:
             await self._fail(LIMIT_DEADLINE, str(exc))
+        except BudgetExceeded as exc:  # no fallback: the key may not spend more, the job fails saying until when
+            await self._fail(BUDGET_EXCEEDED, exc.message, details=exc.details())
         except TimeoutError as exc:  # a tool execution ran into the job's deadline
             await self._fail(LIMIT_DEADLINE, f"the job deadline passed during a tool execution: {exc}")
         except RoutingFailed as exc:
@@ -274,21 +242,27 @@ class _Run:
                 permit.cancel()
                 permit.add_done_callback(_ignore_outcome)
 
-    async def _fail(self, code: str, message: str) -> NoReturn:
+    async def _fail(self, code: str, message: str, *, details: dict[str, Any] | None = None) -> NoReturn:
         await self.audit.record("limit", round=self.budget.rounds or None, outcome=code, error=message)
-        raise _RecordedFailure(code, message, self.budget.usage.model_copy())
+        raise _RecordedFailure(code, message, self.budget.usage.model_copy(), details)
 
     async def _route(self, dry_run: bool) -> QuestionResult | ValidatedCall:
         if self.req.tool_call is not None:
             return await self._caller_chose(self.req.tool_call, dry_run)
         if not self.question:
             return self._refused("the question is empty", routed_by="llm")
-        refused = await self._gate()
+        followed = await self._filter_followup(dry_run) if self.followup is not None else None
+        if followed is not None:
+            return followed
+        # "summarize them" is a request about the previous result, whatever the gate reads in it alone
+        refused = None if self.followup is not None and self.followup.names_previous_result else await self._gate()
         if refused is not None:
             return refused
         engine = self.deps.engine
         if engine is None:
             return await self._fallback("no LLM is configured (TURNOUT_LLM_BASE_URL is not set)", cause="no_llm")
+        if self.deps.spend is not None and self.req.job_id is not None:  # each call held from the key's budgets
+            engine = BudgetedEngine(engine, self.deps.spend, self.req.job_id)
         if self.deps.llm_ready is not None and not await self.deps.llm_ready():
             why = getattr(self.deps.llm_ready, "last_failure", "")
             return await self._fallback(
@@ -325,10 +299,21 @@ class _Run:
             return verdict
         return self._finish(await self._execute(verdict, None), "caller")
 
+    async def _filter_followup(self, dry_run: bool) -> QuestionResult | ValidatedCall | None:
+        """A follow-up that only changes the previous call's filters: run in code, no LLM call."""
+        assert self.followup is not None
+        call = self.followup.filter_call()
+        if call is None:
+            return None
+        self.routed_by = "followup"
+        self.routed_reason = "a filter-only follow-up: the previous call with the change read in code; no LLM was asked"
+        return call if dry_run else self._finish(await self._execute(call, None), "followup")
+
     # ---- the LLM loop ----
     def _first_turns(self, engine: Engine) -> list[Turn]:
         return [
             Turn("system", system_prompt(self.today, engine.mode, self.deps.registry, code_filters=engine.code_filters)),
+            *(self.followup.history() if self.followup is not None else ()),
             Turn("user", user_message(self.question, self.today, engine.mode, code_filters=engine.code_filters)),
         ]
 
@@ -368,6 +353,7 @@ class _Run:
                 "llm_round", round=round_no, loop_mode=engine.mode.value, model=response.model,
                 finish_reason=response.finish_reason, input_tokens=response.input_tokens,
                 output_tokens=response.output_tokens, latency_ms=response.latency_ms,
+                cost_usd=self.budget.call_cost(response.input_tokens, response.output_tokens),
                 tool=first.name if first else None,
                 arguments=parse_arguments(first.arguments) if first else None,
                 outcome="tool_call" if first else ("declined" if declined else "text"),
@@ -431,7 +417,7 @@ class _Run:
             return intent
         if self._model_period is not None:  # the period the model read for code (validated)
             reading = replace(reading, dates=self._model_period, unread_period=())
-        tool, filled = fill_filters(intent.name, arguments, reading)
+        tool, filled = fill_filters(intent.name, arguments, reading, form_tool=self._rules().form_tool)
         return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))
 
     async def _handle_calls(
@@ -461,8 +447,10 @@ class _Run:
             if dry_run:
                 return verdict
             result = await self._execute(verdict, round_no)
-            # An honest empty result (a period after today) is final: a retry cannot find anything.
-            if result.status is not ResultStatus.NO_RESULTS or verdict.empty_reason is not None:
+            # An honest empty result (a period after today, an empty previous page) is final: a
+            # retry cannot find anything.
+            scoped = self.followup is not None and self.followup.names_previous_result
+            if result.status is not ResultStatus.NO_RESULTS or verdict.empty_reason is not None or scoped:
                 if self.cache is not None:
                     await self._remember(CachedDecision(verdict.tool, verdict.arguments))
                 return self._finish(result, "llm")
@@ -475,8 +463,18 @@ class _Run:
             await self.before_tool()
         self.budget.start_execution()
         self.budget.check_deadline(f"about to run {call.tool}")
-        await self.emit("tool_started", {"tool": call.tool, "arguments": call.normalized_arguments()})
-        result = await self.gateway.execute(call, round_no=round_no, deadline=self.budget.deadline)
+        scoped = self.followup.scoped(call) if self.followup is not None else None
+        await self.emit("tool_started", {"tool": (scoped or call).tool, "arguments": (scoped or call).normalized_arguments()})
+        try:
+            if scoped is not None and self.followup is not None:  # "them": the previous page, never wider
+                result = await self.followup.run_scoped(scoped, self.deps.executor, self.audit,
+                                                        deadline=self.budget.deadline)
+            else:
+                result = await self.gateway.execute(call, round_no=round_no, deadline=self.budget.deadline)
+        except BudgetExceeded as exc:  # the RAG answer's call had no room: what it spent is the job's
+            if exc.usage is not None:
+                self.budget.add_usage(exc.usage)
+            raise
         if call.adjustments:  # AskArticles has no search to list them in: the reason says what code changed
             self.routed_reason = "; ".join(filter(None, [self.routed_reason, *call.adjustments]))
         self.budget.add_usage(result.usage)

@@ -11,7 +11,10 @@ import asyncio
 import os
 import secrets
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -92,6 +95,69 @@ def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
     llm_server.reset()
     yield llm_server
     llm_server.reset()
+
+
+# A test with one of these may make jobs the session's workers run (once any test started them).
+_JOB_MAKERS = frozenset({"celery_worker", "api", "client", "idle_api", "idle_client", "llm"})
+
+
+@pytest.fixture(autouse=True)
+def no_jobs_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The session's workers are shared: a job a test left behind (it failed before waiting for
+    its jobs, or never waits for them) would take the next test's scripted replies."""
+    if not _JOB_MAKERS.intersection(request.fixturenames):
+        yield
+        return
+    started = datetime.now(UTC)
+    yield
+    _end_leftover_jobs(started)
+
+
+LEFTOVER_JOBS_TIMEOUT_S = 60.0
+QUIET_POLLS = 3  # a queued job the workers take (or a parked one handed a slot) runs within a poll
+# Running under a live lease: not the ones a killed runner left, and not the queued jobs of a stack
+# without workers (the `idle_api` tests), which never start.
+_RUNNING_JOBS = "SELECT count(*) FROM jobs WHERE status = 'running' AND lease_expires_at > now()"
+_RUNNING_JOBS_SEEN = ("SELECT question, started_at FROM jobs WHERE status = 'running' AND lease_expires_at > now() "
+                      "ORDER BY started_at LIMIT 8")
+
+
+# The jobs the test made that have not ended (a module's fixtures make theirs before its tests).
+_LEFT_BY_TEST = ("SELECT id, api_key_id FROM jobs WHERE status IN ('queued', 'running') AND created_at >= $1 "
+                 "AND api_key_id IS NOT NULL")
+
+
+async def _until_none_runs(conn: asyncpg.Connection) -> None:
+    deadline, quiet = time.monotonic() + LEFTOVER_JOBS_TIMEOUT_S, 0
+    while quiet < QUIET_POLLS:
+        running = await conn.fetchval(_RUNNING_JOBS)
+        quiet = quiet + 1 if running == 0 else 0
+        if running and time.monotonic() > deadline:
+            left = await conn.fetch(_RUNNING_JOBS_SEEN)
+            raise RuntimeError(f"{running} jobs still run {LEFTOVER_JOBS_TIMEOUT_S:.0f} s after a test: "
+                               + "; ".join(f"{r['question']!r} since {r['started_at']}" for r in left))
+        await asyncio.sleep(0.1)
+
+
+def _end_leftover_jobs(since: datetime) -> None:
+    """Cancel what the test left (queued and parked ones at once, running ones at their next safe
+    point), then wait until no job runs."""
+    async def end() -> None:
+        from infra.db.job_cancel import request_cancel
+        from infra.db.pool import create_pool
+
+        pool = await create_pool(services.dsn_for(TEST_DATABASE), min_size=1, max_size=1)  # its JSON codecs
+        try:
+            async with pool.acquire() as conn:
+                for row in await conn.fetch(_LEFT_BY_TEST, since):
+                    await request_cancel(conn, row["id"], api_key_id=row["api_key_id"])
+                await _until_none_runs(conn)
+        finally:
+            await pool.close()
+
+    # In a thread: an async test's loop may still be running in this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, end()).result()
 
 
 @pytest.fixture(scope="session")

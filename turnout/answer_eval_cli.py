@@ -20,6 +20,8 @@ def eval_answers(
     split: Annotated[str, typer.Option("--split", help="dev or test (the half of the labelled set)")] = "dev",
     cases_file: Annotated[Path | None, typer.Option("--file", help="a JSONL file of cases instead of the set")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="only the first N cases")] = None,
+    time_budget_s: Annotated[float | None, typer.Option(
+        "--time-budget", min=1, help="start no case after this many seconds (the report says how many ran)")] = None,
     models: Annotated[list[str] | None, typer.Option(
         "--model", help="answer model (repeat to compare; default TURNOUT_LLM_ANSWER_MODEL)")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report document here")] = None,
@@ -50,7 +52,7 @@ def eval_answers(
         settings, stop_local_llm = start_for_eval(settings)
         settings = settings.model_copy(update={"llm_answer_model": settings.llm_router_model})
     try:
-        report = asyncio.run(eval_installation(settings, cases, models or []))
+        report = asyncio.run(eval_installation(settings, cases, models or [], time_budget_s=time_budget_s))
     except AnswerEvalError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc

@@ -155,6 +155,9 @@ def _register_subcommands() -> None:
     from turnout.keys_cli import keys_app
 
     app.add_typer(keys_app, name="keys")
+    from turnout.jobs_cli import jobs_app
+
+    app.add_typer(jobs_app, name="jobs")
     from turnout.status_cli import status
 
     app.command("status")(status)
@@ -171,9 +174,9 @@ def _register_subcommands() -> None:
     from turnout.llm_cli import llm_app
 
     app.add_typer(llm_app, name="llm")
-    from turnout.eval_cli import eval_command
+    from turnout.eval_cli import eval_app
 
-    app.command("eval")(eval_command)
+    app.add_typer(eval_app(), name="eval")
 
 
 _register_subcommands()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import SecretStr
+from typer.core import TyperGroup
 
 from infra.db.pool import create_pool
 from infra.results import ArticlesPage, NormalizedSearch
@@ -146,20 +148,12 @@ def eval_command(
     local_llm: Annotated[bool, typer.Option(
         "--local-llm", help="evaluate the local llama-server model (built/fetched once per machine, started for "
                             "this run; json_schema mode unless --mode)")] = False,
+    followup: Annotated[bool, typer.Option(
+        "--followup", help="score the follow-up set (router/data/followup_eval_*.jsonl) instead")] = False,
 ) -> None:
     """Measure routing on a labelled set: tool, per-field arguments, dates, language, refusals,
     latency, rounds and tokens, per language and tag."""
-    base = get_settings()
-    update: dict[str, object] = {}
-    if base_url:
-        update["llm_base_url"] = base_url
-    if model:
-        update["llm_router_model"] = model
-    if api_key:
-        update["llm_api_key"] = SecretStr(api_key)
-    if filters:
-        update["llm_filters"] = filters
-    settings = base.model_copy(update=update)
+    settings = _settings_for(base_url, model, api_key, filters)
     stop_local_llm = None
     if local_llm:
         from turnout.embedded.local_llm import start_for_eval
@@ -167,6 +161,8 @@ def eval_command(
         settings, stop_local_llm = start_for_eval(settings)
         mode = mode or LLMMode.JSON_SCHEMA
         warm_up(settings.llm_base_url or "", settings.llm_router_model, filters=settings.llm_filters)  # not the first case's latency
+    if followup:
+        return _followup_eval(settings, fallback, mode, split.value, limit, json_output, stop_local_llm)
     try:
         report = asyncio.run(
             evaluate(
@@ -179,6 +175,25 @@ def eval_command(
     finally:
         if stop_local_llm is not None:
             stop_local_llm()
+    _print_report(report, json_output=json_output, markdown=markdown)
+
+
+def _settings_for(base_url: str | None, model: str | None, api_key: str | None,
+                  filters: LLMFilters | None) -> Settings:
+    """The configured settings with the command line's LLM endpoint, model, key and filters on top."""
+    update: dict[str, object] = {}
+    if base_url:
+        update["llm_base_url"] = base_url
+    if model:
+        update["llm_router_model"] = model
+    if api_key:
+        update["llm_api_key"] = SecretStr(api_key)
+    if filters:
+        update["llm_filters"] = filters
+    return get_settings().model_copy(update=update)
+
+
+def _print_report(report: EvalReport, *, json_output: bool, markdown: bool) -> None:
     if json_output:
         json.dump(report.to_json(), sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")
@@ -186,3 +201,34 @@ def eval_command(
         typer.echo(render_markdown([report]) + "\n\n" + render_tag_markdown(report))
     else:
         typer.echo(render_text(report))
+
+
+def _followup_eval(settings: Settings, fallback: bool, mode: LLMMode | None, split: str, limit: int | None,
+                   json_output: bool, stop_local_llm: Callable[[], None] | None) -> None:
+    from turnout.followup_eval_cli import evaluate_followups
+
+    try:
+        asyncio.run(evaluate_followups(settings, fallback=fallback, mode=mode, split=split, limit=limit,
+                                       json_output=json_output))
+    finally:
+        if stop_local_llm is not None:
+            stop_local_llm()
+
+
+class _EvalGroup(TyperGroup):
+    """`turnout eval [FILE] [OPTIONS]` runs the routing eval as before; `turnout eval
+    export-feedback` is a subcommand beside it."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # Any: typer vendors its click
+        if args[:1] == ["--help"] or (args and args[0] in self.commands):
+            return super().parse_args(ctx, args)
+        return super().parse_args(ctx, ["run", *args])
+
+
+def eval_app() -> typer.Typer:
+    from turnout.feedback_cli import export_feedback
+
+    group = typer.Typer(cls=_EvalGroup, help="Measure routing (`run`, the default) or export rated jobs as cases.")
+    group.command("run")(eval_command)
+    group.command("export-feedback")(export_feedback)
+    return group

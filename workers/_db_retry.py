@@ -3,7 +3,7 @@
 A restart, a failover or a terminated backend costs the task a short pause instead of failing
 it; if PostgreSQL stays out of reach the task fails with `DatabaseUnavailable`, a
 `ConnectionError` that reaches the job runner (Celery sends it back by name) as the transient
-failure it is: the job is re-queued (workers/tasks/router.py), not failed as a broken tool.
+failure it is: the job is re-queued (workers/tasks/jobs.py), not failed as a broken tool.
 Only for work that is safe to repeat (reads; the RAG answer reads before its LLM call).
 """
 

@@ -63,7 +63,13 @@ def create_celery(settings: Settings) -> Celery:
                 "task": registry.SWEEP.name,
                 "schedule": settings.job_sweep_interval_s,
                 "options": {"queue": registry.SWEEP.queue.value, "expires": settings.job_sweep_interval_s},
-            }
+            },
+            # Retention (infra/db/retention.py); with TURNOUT_JOB_RETENTION_DAYS=0 the task does nothing.
+            "prune-jobs": {
+                "task": registry.PRUNE_JOBS.name,
+                "schedule": settings.job_retention_interval_s,
+                "options": {"queue": registry.PRUNE_JOBS.queue.value, "expires": settings.job_retention_interval_s},
+            },
         },
     )
     register_tasks(app, settings)
@@ -76,7 +82,7 @@ def worker_hooks() -> list[WorkerHook]:
     workers/lifecycle.py. The closes come first, so they run last: after the hooks using them."""
     from workers.lifeline import LIFELINE
     from workers.signals import WORKER_STATS
-    from workers.tasks.router import JOB_SLOTS
+    from workers.tasks.jobs import JOB_SLOTS
 
     return [
         VECTOR_STORE,  # stop: the Qdrant Edge shard closed (the vector worker's; data safety)

@@ -8,6 +8,7 @@ from router.service import RouterDeps
 from workers._runtime import Runtime
 from workers.executor import QueueExecutor
 from workers.lost_tasks import LostTaskWatch
+from workers.spend import KeySpendLedger
 
 
 async def router_deps(rt: Runtime) -> RouterDeps:
@@ -15,8 +16,10 @@ async def router_deps(rt: Runtime) -> RouterDeps:
     deps: RouterDeps | None = rt.extras.get("jobs.router_deps")
     if deps is None:
         watch = LostTaskWatch(rt.settings)
+        pool = await rt.pool()
         deps = RouterDeps.for_settings(
-            rt.settings, pool=await rt.pool(), redis=await rt.redis(), executor=QueueExecutor(watch=watch),
+            rt.settings, pool=pool, redis=await rt.redis(), executor=QueueExecutor(watch=watch),
+            spend=KeySpendLedger(pool, rt.settings),
         )
         rt.extras["jobs.router_deps"] = deps
         rt.close_with(watch.close)
@@ -26,6 +29,7 @@ async def router_deps(rt: Runtime) -> RouterDeps:
 async def rag_context(rt: Runtime) -> RagContext:
     ctx: RagContext | None = rt.extras.get("rag_context")
     if ctx is None:
-        ctx = RagContext.for_settings(rt.settings, await rt.pool())
+        pool = await rt.pool()
+        ctx = RagContext.for_settings(rt.settings, pool, spend=KeySpendLedger(pool, rt.settings))
         rt.extras["rag_context"] = ctx
     return ctx

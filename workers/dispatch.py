@@ -7,12 +7,14 @@ sends the message again if this one is lost (broker down, Redis restarted).
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from celery import Celery
 
+from infra.messages.job import JobMessage
 from infra.redis import CONNECT_TIMEOUT_S, TIMEOUTS
 from infra.settings import Settings
+from infra.status import JobPriority
 from workers.registry import DELIVER_WEBHOOK, RUN_JOB
 
 log = logging.getLogger("turnout.dispatch")
@@ -41,14 +43,16 @@ def create_producer(settings: Settings) -> Producer:
 
 def send_run_job(
     app: Celery, settings: Settings, job_id: str, *, countdown: float | None = None,
-    submitted: dict[str, Any] | None = None,
+    submitted: JobMessage | None = None, priority: JobPriority = JobPriority.INTERACTIVE,
 ) -> bool:
-    """`submitted`: the question as stored with the job ({question, answerLanguage, pageSize, language}), so
-    the runner can start routing while it claims the job; without it the runner reads it first."""
+    """`submitted`: the question as stored with the job, so the runner can start routing while it
+    claims the job; without it the runner reads it first. (`run_job(job_id, submitted)`: a message
+    from before it went as a positional argument carried it as the keyword; both run.)
+    `priority`: a batch job's message waits behind every interactive one on the router queue."""
     try:
         app.send_task(
-            RUN_JOB.name, args=[job_id], kwargs={"submitted": submitted} if submitted else None,
-            queue=RUN_JOB.queue.value, countdown=countdown,
+            RUN_JOB.name, args=[job_id] if submitted is None else [job_id, submitted.wire()],
+            queue=RUN_JOB.queue.value, countdown=countdown, priority=priority.broker_priority,
             expires=settings.task_expires_s + (countdown or 0), ignore_result=IGNORE_RESULT,
         )
     except Exception as exc:  # the broker's errors vary by transport; the sweeper retries

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from celery import Celery
 from celery.exceptions import TimeoutError as CeleryTimeoutError
@@ -22,13 +22,15 @@ from celery.result import AsyncResult
 
 from infra.counters import TOOL_RESENDS, bump
 from infra.db.pool import DatabaseUnavailable
+from infra.messages.ask import AskOutcome, AskRequest
 from infra.results import ArticlesPage, NormalizedSearch
-from retrieval.rag import RagOutcome, rag_outcome_from_wire
 from router.executor import AskCall, ToolExecutionError, remaining_s
 from workers.lost_tasks import CHECK_AFTER_S, CHECK_EVERY_S, MAX_RESENDS, LostTaskWatch
 from workers.registry import RAG_ANSWER, SEARCH, TaskName
 
 log = logging.getLogger("turnout.jobs")
+
+ToolRequest: TypeAlias = NormalizedSearch | AskRequest  # the bodies of the search and RAG tasks
 
 # How long a wait trusts pub/sub alone before reading the stored result again.
 _WAKE_CHECK_S = 1.0
@@ -44,23 +46,19 @@ class QueueExecutor:
         self.watch = watch  # None: a task lost with its worker is waited for until the deadline
 
     async def search(self, q: NormalizedSearch, *, deadline: float | None = None) -> ArticlesPage:
-        reply = await self._call(SEARCH, q.wire(), deadline)
+        reply = await self._call(SEARCH, q, deadline)
         return ArticlesPage.model_validate(reply)
 
-    async def ask(self, call: AskCall, *, deadline: float | None = None) -> RagOutcome:
-        payload = {
-            "question": call.question,
-            "language": call.language,
-            "answerLanguage": call.answer_language,
-            "scope": list(call.scope) if call.scope is not None else None,
-            "scopeTruncated": call.scope_truncated,
-            "deadlineS": max(0.01, remaining_s(deadline)),
-            "jobId": call.job_id,  # the RAG side audits its answer call (`rag_answer`) under the job
-        }
-        reply = await self._call(RAG_ANSWER, payload, deadline)
-        return rag_outcome_from_wire(reply)
+    async def ask(self, call: AskCall, *, deadline: float | None = None) -> AskOutcome:
+        request = AskRequest(
+            question=call.question, language=call.language, answer_language=call.answer_language,
+            scope=list(call.scope) if call.scope is not None else None, scope_truncated=call.scope_truncated,
+            deadline_s=max(0.01, remaining_s(deadline)), job_id=call.job_id,
+        )
+        reply = await self._call(RAG_ANSWER, request, deadline)
+        return AskOutcome.model_validate(reply)
 
-    async def _call(self, task: TaskName, payload: dict[str, Any], deadline: float | None) -> Any:
+    async def _call(self, task: TaskName, request: ToolRequest, deadline: float | None) -> Any:
         remaining = remaining_s(deadline)
         if remaining <= 0:
             raise TimeoutError(f"no time left before the job's deadline to run {task.name}")
@@ -74,7 +72,7 @@ class QueueExecutor:
         def on_reply(outcome: Any, failed: bool = False) -> None:
             loop.call_soon_threadsafe(hand_over, outcome, failed)
 
-        worker = asyncio.ensure_future(asyncio.to_thread(self._send_and_wait, task, payload, remaining, on_reply))
+        worker = asyncio.ensure_future(asyncio.to_thread(self._send_and_wait, task, request, remaining, on_reply))
         try:
             return await reply
         finally:
@@ -84,7 +82,7 @@ class QueueExecutor:
                 worker.cancel()
 
     def _send_and_wait(
-        self, task: TaskName, payload: dict[str, Any], remaining: float, on_reply: Callable[..., None]
+        self, task: TaskName, request: ToolRequest, remaining: float, on_reply: Callable[..., None]
     ) -> None:
         """Send and wait in one thread: Celery's result backend (and its pub/sub consumer) belongs
         to the thread that sent. `get()` subscribes to the result's channel, reads the stored state
@@ -98,9 +96,11 @@ class QueueExecutor:
 
         def send() -> None:
             left = max(0.01, give_up - time.monotonic())
-            body = {**payload, "deadlineS": left} if "deadlineS" in payload else payload
+            # A copy sent again carries the time left now.
+            body = request.with_deadline(left) if isinstance(request, AskRequest) else request
             # A message nobody picked up before the deadline must not run later for nothing.
-            sent.append((self.app.send_task(task.name, args=[body], queue=task.queue.value, expires=left), time.time()))
+            sent.append((self.app.send_task(task.name, args=[body.wire()], queue=task.queue.value, expires=left),
+                         time.time()))
 
         try:
             send()

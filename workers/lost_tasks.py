@@ -4,7 +4,7 @@ A task is acknowledged only after it ran (late ack), but a worker killed mid-tas
 message unacknowledged until the broker's visibility timeout (ten minutes): far past any job
 deadline. So while the executor waits, it watches the task: once it has run longer than
 ``CHECK_AFTER_S``, every ``CHECK_EVERY_S`` it reads the task's state (STARTED carries the
-worker's node name, `track_started`) and that worker's heartbeat (infra/taskstats.py). The task
+worker's node name, `track_started`) and that worker's heartbeat (workers/taskstats/). The task
 is lost when its worker's heartbeat is gone (silent past ``SILENT_AFTER_S``, or no entry) or the
 worker started again after the task was sent (same node name, another process). The executor then
 sends the task again (at most ``MAX_RESENDS`` times), so the job succeeds once any worker of

@@ -1,4 +1,4 @@
-"""Celery signal handlers that feed operations metrics (workers/taskstats.py).
+"""Celery signal handlers that feed operations metrics (workers/taskstats/).
 
 - every publisher stamps each message with its send time (queue wait, oldest message age);
 - workers record per-queue run time, queue wait and outcome of every task, recent failures,

@@ -10,7 +10,7 @@ resource `turnout://jobs/{id}`. Pages are `turnout://jobs/{id}/pages/{n}` (no LL
 
 On protocol 2025-11-25 a call may ask for a task instead (`task` in its params): the job is
 submitted the same way and answered at once as a task whose id is the job id; `tasks/get`,
-`tasks/result`, `tasks/cancel` (queued jobs only, as `DELETE /v1/jobs/{id}`) and `tasks/list` read
+`tasks/result`, `tasks/cancel` (as `DELETE /v1/jobs/{id}`: a running job at its next safe point) and `tasks/list` read
 the key's MCP jobs (the mapping: api/mcp/tasks.py). 2026-07-28 clients have no tasks (the SDK has
 no tasks extension) and get the bounded wait.
 
@@ -22,14 +22,11 @@ publish the registry's schemas and leave validation (and its `ERROR: …` text) 
 from __future__ import annotations
 
 import asyncio
-import functools
-import hashlib
 import json
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -38,24 +35,34 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import methods as mcp_methods
 
 from api.errors import ApiError
-from api.long_poll import until_final, watch_until_final
+from api.long_poll import watch_until_final
 from api.mcp import tasks
-from api.ratelimit import SubmissionLimiter
+from api.mcp.submission import (
+    ASK_TURNOUT,
+    ASK_TURNOUT_DESCRIPTION,
+    ASK_TURNOUT_SCHEMA,
+    SOURCE,
+    Submission,
+    ask_turnout_submission,
+)
 from api.routes.jobs import job_page
 from api.state import AppState
+from api.submission import submit
 from api.visibility import visible_job
+from infra.db import job_cancel
 from infra.db import jobs as jobs_db
 from infra.db.job_events import JobEvent, last_event
 from infra.job_document import JobDocument
+from infra.messages.job import ToolCall
 from infra.results import QuestionResult
 from infra.status import JobStatus, ResultStatus
+from infra.text import squash_controls
 from router.errors import TOOL_REJECTED
 from router.tools import ToolRegistry, default_registry
-from workers.dispatch import send_run_job, send_webhook
+from workers.dispatch import send_webhook
+from workers.fair_shares import after_ended
 
 SERVER_NAME = "turnout"
-ASK_TURNOUT = "AskTurnout"
-SOURCE = "mcp"
 JOB_URI = "turnout://jobs/{id}"
 PAGE_URI = "turnout://jobs/{id}/pages/{n}"
 _JOB_URI = re.compile(r"^turnout://jobs/(?P<id>[A-Za-z0-9_-]{1,64})$")
@@ -65,22 +72,6 @@ RESOURCE_NOT_FOUND = types.INVALID_PARAMS
 JSON_MIME = "application/json"
 _CLIENT_MAX = 200  # characters of "name/version" kept
 
-ASK_TURNOUT_DESCRIPTION = (
-    "Ask Turnout a free-text question about its articles; Turnout's own router picks the search, the "
-    "answer or both (use it when you would rather not choose filters yourself)."
-)
-ASK_TURNOUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "minLength": 1, "description": "The user's question, in their words."},
-        "answerLanguage": {
-            "type": "string", "enum": ["ru", "en", "de"],
-            "description": "Language of the answer (ru, en, de). Default: the language of the question.",
-        },
-    },
-    "required": ["question"],
-    "additionalProperties": False,
-}
 # Read-only, closed world: a call reads Turnout's own collection and changes nothing.
 ANNOTATIONS = types.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -153,39 +144,13 @@ def summary(result: QuestionResult) -> str:
     return result.message or result.status.value
 
 
-def storable_text(text: str) -> str:
-    """Control characters (NUL above all, which PostgreSQL text rejects) become spaces, as the
-    gateway treats them in a question."""
-    return "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
-
-
 def _first_text(arguments: dict[str, Any]) -> str:
     """What the job's `question` column holds for a call the host chose (its text, for reading)."""
     for name in ("question", "text"):
         value = arguments.get(name)
         if isinstance(value, str):
-            return storable_text(value)
+            return squash_controls(value)
     return ""
-
-
-@dataclass(frozen=True)
-class Submission:
-    """What a tool call submits: the job's question and language, and the host's chosen call."""
-
-    question: str
-    answer_language: str | None
-    tool_call: dict[str, Any] | None
-
-    def request_hash(self) -> str:
-        canonical = json.dumps(
-            {"question": self.question, "answerLanguage": self.answer_language, "toolCall": self.tool_call},
-            sort_keys=True, separators=(",", ":"), default=str,
-        )
-        return hashlib.sha256(canonical.encode()).hexdigest()
-
-    def submitted(self) -> dict[str, Any]:
-        return {"question": self.question, "answerLanguage": self.answer_language, "pageSize": None,
-                "toolCall": self.tool_call}
 
 
 @dataclass
@@ -196,7 +161,6 @@ class TurnoutMCP:
     caller: Callable[[ServerRequestContext[Any, Any]], Caller]  # raises MCPError when unauthenticated
     wait_s: float
     registry: ToolRegistry = field(default_factory=default_registry)
-    _limiter: SubmissionLimiter | None = None
 
     def build(self) -> Server[Any]:
         server = tasks.TaskServer(
@@ -232,14 +196,11 @@ class TurnoutMCP:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        caller = self.caller(ctx)
-        call = self._submission(params)
-        if isinstance(call, types.CallToolResult):
-            return call
-        job = await self._submit(caller, call)
+        """Submit the call's job and wait for it up to the bound (as `Prefer: wait`)."""
+        job = await self._submit(self.caller(ctx), self._submission(params), wait_s=self.wait_s)
         if isinstance(job, types.CallToolResult):
             return job
-        return await self._wait(caller, job, call)
+        return self._outcome(job, None if job.status.is_final else await self._progress(job))
 
     def _submission(self, params: types.CallToolRequestParams) -> Submission | types.CallToolResult:
         """What a call submits, or the `ERROR: …` result for a call no job is made for."""
@@ -251,57 +212,29 @@ class TurnoutMCP:
             return _error(f"ERROR: unknown tool {params.name!r}; available tools: "
                           f"{', '.join([*self.registry.names, ASK_TURNOUT])}")
         return Submission(question=_first_text(arguments), answer_language=None,
-                          tool_call={"tool": params.name, "arguments": arguments})
+                          tool_call=ToolCall(tool=params.name, arguments=arguments))
 
     def _ask_turnout(self, arguments: dict[str, Any]) -> Submission | types.CallToolResult:
-        question, language = arguments.get("question"), arguments.get("answerLanguage")
-        unknown = sorted(set(arguments) - {"question", "answerLanguage"})
-        limits = self.state.settings.limits
-        if unknown:
-            return _error(f"ERROR: {ASK_TURNOUT}: unknown argument {unknown[0]!r}; allowed: answerLanguage, question")
-        if not isinstance(question, str) or not question.strip():
-            return _error(f"ERROR: {ASK_TURNOUT}: argument 'question' must be a non-empty string")
-        if len(question) > limits.question_max_chars:
-            return _error(f"ERROR: {ASK_TURNOUT}: question is {len(question)} characters; "
-                          f"at most {limits.question_max_chars}")
-        if language is not None and language not in ("ru", "en", "de"):
-            return _error(f"ERROR: {ASK_TURNOUT}: answerLanguage {language!r} is not supported; use one of ru, en, de")
-        return Submission(question=storable_text(question), answer_language=language, tool_call=None)
+        checked = ask_turnout_submission(arguments, self.state.settings.limits)
+        return _error(checked) if isinstance(checked, str) else checked
 
-    async def _submit(self, caller: Caller, call: Submission) -> jobs_db.JobRow | types.CallToolResult:
-        """The job's row, as POST /v1/questions makes it (the per-key limit first); its message is
-        sent by the caller of this, once it watches the job (or not at all for a task)."""
-        settings = self.state.settings
+    async def _submit(
+        self, caller: Caller, call: Submission | types.CallToolResult, *, wait_s: float | None
+    ) -> jobs_db.JobRow | types.CallToolResult:
+        """The call's job, submitted as POST /v1/questions submits one (api/submission.py); a refusal
+        (the key's limit, a follow-up of a job this key does not have) is the call's `ERROR: …`."""
+        if isinstance(call, types.CallToolResult):
+            return call
         try:
-            await self._limits().hit(caller.key_id)
+            submitted = await submit(self.state, caller.key_id, call.new_job(caller.client), wait_s=wait_s)
         except ApiError as exc:
-            return _error(f"ERROR: {exc.message}")
-        async with self.state.pool.acquire() as conn:
-            job, _ = await jobs_db.create_job(
-                conn, api_key_id=caller.key_id, question=call.question, answer_language=call.answer_language,
-                page_size=None, webhook_url=None, idempotency_key=None, request_hash=call.request_hash(),
-                lease_s=settings.job_lease_s, source=SOURCE, client=caller.client, tool_call=call.tool_call,
-            )
-        return job
-
-    async def _send(self, job: jobs_db.JobRow, call: Submission) -> None:
-        await asyncio.to_thread(
-            functools.partial(send_run_job, self.state.producer, self.state.settings, job.id, submitted=call.submitted())
-        )
-
-    async def _wait(self, caller: Caller, job: jobs_db.JobRow, call: Submission) -> types.CallToolResult:
-        """Send the job and wait for it up to the bound (as `Prefer: wait`)."""
-        state = self.state
-
-        async def read() -> jobs_db.JobRow:
-            return await self._own_job(caller, job.id)
-
-        with state.job_events.watch(job.id, final_only=True) as watch:  # before the send: the end cannot slip by
-            await self._send(job, call)
-            job = await until_final(watch, read, state.job_events, wait_s=self.wait_s, job=job)
-        if job.status.is_final:
-            return self._outcome(await self._visible(job), None)
-        return self._outcome(job, await self._progress(job))
+            # The key's limit, its spent budget or a store out of reach (429, 503) is no argument's
+            # fault; a refused follow-up (the job it continues) is named with the tool, as its other
+            # checks are. The code and details ride in the result's _meta, as over HTTP.
+            of_call = exc.status not in (429, 503)
+            text = f"ERROR: {ASK_TURNOUT}: {exc.message}" if of_call else f"ERROR: {exc.message}"
+            return _error(text, {"turnout/error": {"code": exc.code, "details": exc.details}})
+        return submitted.job
 
     async def _progress(self, job: jobs_db.JobRow) -> JobEvent | None:
         async with self.state.pool.acquire() as conn:
@@ -309,8 +242,7 @@ class TurnoutMCP:
 
     def _outcome(self, job: jobs_db.JobRow, progress: JobEvent | None) -> types.CallToolResult:
         meta = self._job_meta(job)
-        if job.status is JobStatus.SUCCEEDED and job.result is not None:
-            result = QuestionResult.model_validate(job.result)
+        if job.status is JobStatus.SUCCEEDED and (result := job.result) is not None:
             return types.CallToolResult(
                 content=_text(summary(result)), structured_content=result.wire(), _meta=meta,
                 # A refusal is the router's answer, not a failed call.
@@ -347,12 +279,9 @@ class TurnoutMCP:
         # The checks the SDK makes before its handler (this middleware answers in its place).
         mcp_methods.validate_client_request("tools/call", ctx.protocol_version, raw)
         params = types.CallToolRequestParams.model_validate(raw, by_name=False)
-        caller = self.caller(ctx)
-        call = self._submission(params)
-        job = call if isinstance(call, types.CallToolResult) else await self._submit(caller, call)
+        job = await self._submit(self.caller(ctx), self._submission(params), wait_s=None)
         if isinstance(job, types.CallToolResult):  # no job was made: a request error, not a task
             raise MCPError(types.INVALID_PARAMS, _first_block(job))
-        await self._send(job, cast(Submission, call))
         created = types.CreateTaskResult(task=tasks.job_task(job, None), _meta=self._job_meta(job))
         body = tasks.wire(created)
         # The SDK's own client (and any that reads every tools/call answer as a CallToolResult)
@@ -386,24 +315,24 @@ class TurnoutMCP:
 
     async def _cancel_task(self, ctx: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
                            ) -> dict[str, Any]:
-        """Cancel the job as `DELETE /v1/jobs/{id}` does: only a queued job can be cancelled."""
+        """Cancel the job as `DELETE /v1/jobs/{id}` does: a queued job at once, a running one at its
+        runner's next safe point (the task answers `working` until then, with the request recorded)."""
         caller = self.caller(ctx)
         job = await self._own_task(caller, ctx, params.task_id)
         async with self.state.pool.acquire() as conn:
-            outcome, finished = await jobs_db.cancel_job(conn, job.id, api_key_id=caller.key_id)
+            outcome, finished, running = await job_cancel.request_cancel(conn, job.id, api_key_id=caller.key_id)
         if outcome == "not_found":
             raise MCPError(RESOURCE_NOT_FOUND, f"no task {job.id} for this key")
-        if finished is None:
+        if running is not None:
+            return tasks.wire(types.CancelTaskResult(**tasks.job_task(running, None).model_dump()))
+        if finished is None:  # the spec's answer for a task in a terminal status
             status = JobStatus(outcome)
-            if status.is_final:  # the spec's answer for a task in a terminal status
-                raise MCPError(types.INVALID_PARAMS,
-                               f"task {job.id} is already {tasks.task_status(await self._own_job(caller, job.id))}; "
-                               "it cannot be cancelled", {"taskId": job.id, "jobStatus": status.value})
-            # The job machine cancels queued jobs only: a claimed job runs to its end.
-            raise MCPError(types.INVALID_PARAMS, f"task {job.id} is already running; only a queued job can be "
-                           "cancelled", {"taskId": job.id, "jobStatus": status.value})
+            raise MCPError(types.INVALID_PARAMS,
+                           f"task {job.id} is already {tasks.task_status(await self._own_job(caller, job.id))}; "
+                           "it cannot be cancelled", {"taskId": job.id, "jobStatus": status.value})
         if finished.delivery_id is not None:
             await asyncio.to_thread(send_webhook, self.state.producer, self.state.settings, finished.delivery_id)
+        await after_ended(self.state.pool, self.state.producer, self.state.settings, [finished.job])
         return tasks.wire(types.CancelTaskResult(**tasks.job_task(finished.job, None).model_dump()))
 
     async def _list_tasks(self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
@@ -411,18 +340,11 @@ class TurnoutMCP:
         """The key's MCP jobs, newest first, a page at a time."""
         caller = self.caller(ctx)
         self._require_tasks(ctx)
-        before = None
-        if params.cursor is not None and (before := tasks.decode_cursor(params.cursor)) is None:
-            raise MCPError(types.INVALID_PARAMS, "invalid cursor")
         async with self.state.pool.acquire() as conn:
-            page = await jobs_db.list_jobs(conn, api_key_id=caller.key_id, source=SOURCE,
-                                           limit=tasks.LIST_PAGE + 1, before=before)
-            more = len(page) > tasks.LIST_PAGE
-            page = page[:tasks.LIST_PAGE]
-            listed = [tasks.job_task(job, None if job.status.is_final else await last_event(conn, job.id))
-                      for job in page]
-        return tasks.wire(types.ListTasksResult(tasks=listed,
-                                                next_cursor=tasks.encode_cursor(page[-1]) if more else None))
+            listed = await tasks.list_page(conn, caller.key_id, params.cursor, source=SOURCE)
+        if listed is None:
+            raise MCPError(types.INVALID_PARAMS, "invalid cursor")
+        return tasks.wire(listed)
 
     def _require_tasks(self, ctx: ServerRequestContext[Any, Any]) -> None:
         if not tasks.serves_tasks(ctx.protocol_version):
@@ -490,8 +412,3 @@ class TurnoutMCP:
     async def _visible(self, job: jobs_db.JobRow) -> jobs_db.JobRow:
         """Articles hidden since the job ended never reach the caller (as over HTTP)."""
         return await visible_job(self.state.pool, self.state.redis, self.state.settings, job)
-
-    def _limits(self) -> SubmissionLimiter:
-        if self._limiter is None:
-            self._limiter = SubmissionLimiter(self.state.settings)
-        return self._limiter

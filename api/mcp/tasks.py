@@ -7,26 +7,25 @@ as a `CallToolResult`, so this module supplies what the server needs on the SDK'
 - `TaskServer`: the low-level `Server`, advertising the `tasks` capability on handshake-era
   connections (the 2026 discover result has no such field);
 - `job_task`: the job → `Task` mapping (status, message, times);
-- the `tasks/list` cursor.
+- the `tasks/list` page size (its cursor is `GET /v1/jobs`'s, api/job_query.py).
 The handlers themselves are `TurnoutMCP`'s (api/mcp/server.py), as for tools and resources.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-from datetime import datetime
 from typing import Any
 
+import asyncpg
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.lowlevel import NotificationOptions
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from infra.db.job_events import JobEvent
+from api.job_query import decode_cursor, encode_cursor
+from infra.db.job_events import JobEvent, last_event
+from infra.db.job_list import JobFilter, list_jobs
 from infra.db.jobs import JobRow
-from infra.results import QuestionResult
+from infra.results import JobResultSummary
 from infra.status import JobStatus, ResultStatus
 
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
@@ -66,7 +65,7 @@ class TaskServer(Server[Any]):
         return capabilities.model_copy(update={"tasks": TASKS_CAPABILITY})
 
 
-def task_status(job: JobRow) -> types.TaskStatus:
+def task_status(job: JobRow, summary: JobResultSummary | None = None) -> types.TaskStatus:
     """queued/running → working; a final job → how its tool result reads: `failed` when the call
     failed (the job failed, or it succeeded with a failed result document, both `isError`)."""
     if not job.status.is_final:
@@ -75,7 +74,9 @@ def task_status(job: JobRow) -> types.TaskStatus:
         return "cancelled"
     if job.status is JobStatus.FAILED:
         return "failed"
-    if job.result is not None and QuestionResult.model_validate(job.result).status is ResultStatus.FAILED:
+    # A listed job comes with its result's summary (infra/db/job_list.py), not the document.
+    result = summary if summary is not None else job.result
+    if result is not None and result.status is ResultStatus.FAILED:
         return "failed"
     return "completed"
 
@@ -89,10 +90,11 @@ def _message(job: JobRow, progress: JobEvent | None) -> str:
     return job.status.value
 
 
-def job_task(job: JobRow, progress: JobEvent | None) -> types.Task:
-    """The task a job is. `ttl` is null: jobs are kept (no retention limit), whatever was asked."""
+def job_task(job: JobRow, progress: JobEvent | None, summary: JobResultSummary | None = None) -> types.Task:
+    """The task a job is. `ttl` is null: a job is kept until retention removes it, which counts from
+    when it ends (TURNOUT_JOB_RETENTION_DAYS), not from its creation, so no fixed ttl can be given."""
     updated = job.updated_at if progress is None else max(job.updated_at, progress.created_at)
-    status = task_status(job)
+    status = task_status(job, summary)
     return types.Task(
         task_id=job.id, status=status, status_message=_message(job, progress),
         created_at=job.created_at.isoformat(), last_updated_at=updated.isoformat(), ttl=None,
@@ -100,18 +102,20 @@ def job_task(job: JobRow, progress: JobEvent | None) -> types.Task:
     )
 
 
-def encode_cursor(job: JobRow) -> str:
-    raw = json.dumps([job.created_at.isoformat(), job.id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
-    """The (created_at, id) a cursor names; None when it is not one of ours."""
-    try:
-        created, job_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return datetime.fromisoformat(created), str(job_id)
-    except (ValueError, TypeError, binascii.Error):
+async def list_page(conn: asyncpg.Connection, key_id: str, cursor: str | None, *, source: str
+                    ) -> types.ListTasksResult | None:
+    """A `tasks/list` page: the key's MCP jobs, newest first, as `GET /v1/jobs?source=mcp` lists
+    them (the same cursor); None for a cursor that is not one."""
+    after = None
+    if cursor is not None and (after := decode_cursor(cursor)) is None:
         return None
+    page = await list_jobs(conn, JobFilter(api_key_id=key_id, source=source), limit=LIST_PAGE + 1, after=after)
+    more, page = len(page) > LIST_PAGE, page[:LIST_PAGE]
+    listed = [job_task(each.job, None if each.job.status.is_final else await last_event(conn, each.job.id), each.summary)
+              for each in page]
+    last = page[-1].job if page else None
+    cursor = encode_cursor(last.created_at, last.id) if more and last is not None else None
+    return types.ListTasksResult(tasks=listed, next_cursor=cursor)
 
 
 def wire(result: types.Result) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from api.health import HealthReport, check_health
 from api.metrics import CONTENT_TYPE, render
 from api.ops import OpsData, OpsSummary, gather_ops, summarize
 from api.schemas import error_responses
+from infra.db import feedback as feedback_db
 from infra.settings import Settings
 from infra.transient import STORES_UNREADABLE
 
@@ -88,7 +89,13 @@ async def queues(_key: AdminKey, settings: SettingsDep, pool: Pool, redis_client
 )
 async def metrics(_key: AdminKey, settings: SettingsDep, pool: Pool, redis_client: Redis) -> Response:
     data = await _gather(pool, redis_client, settings, latency=True)
-    return Response(render(data), media_type=CONTENT_TYPE)
+    try:
+        async with pool.acquire() as conn:
+            feedback = await feedback_db.feedback_counts(conn)
+    except STORES_UNREADABLE as exc:
+        raise ApiError(503, "unavailable", f"cannot read the feedback counts right now: {type(exc).__name__}",
+                       headers=RETRY_AFTER) from exc
+    return Response(render(data, feedback=feedback), media_type=CONTENT_TYPE)
 
 
 @router.get("/v1/ops/dashboard", summary="The operations dashboard page (its data needs an admin key)",

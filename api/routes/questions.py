@@ -1,27 +1,27 @@
-"""`POST /v1/questions`: accept a question as a durable job (row first, then the message)."""
+"""`POST /v1/questions`: accept a question as a durable job (the checks of a request here, the
+submission itself in api/submission.py, shared with MCP)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import hashlib
 import json
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Request, Response
+from fastapi import APIRouter, Header, Response
 
-from api.deps import CurrentKey, JobEvents, Pool, Redis, SettingsDep, own_job
+from api.deps import CurrentKey, State, own_job
 from api.errors import ApiError
-from api.long_poll import WAIT_MAX_S, preferred_wait, until_final, watch_until_final
-from api.ratelimit import Limiter
+from api.long_poll import WAIT_MAX_S, preferred_wait, watch_until_final
 from api.schemas import QuestionRequest, error_responses
+from api.state import AppState
+from api.submission import NewJob, submit
 from api.visibility import visible_job
 from infra.db import jobs as jobs_db
+from infra.db.api_keys import ApiKey
 from infra.job_document import JobDocument
 from infra.settings import Settings
 from infra.ssrf import UnsafeTarget, check_target
-from workers.dispatch import Producer, send_run_job
+from infra.status import JobPriority
 
 router = APIRouter(prefix="/v1", tags=["jobs"])
 
@@ -29,16 +29,13 @@ IDEMPOTENCY_KEY_MAX = 255
 REPLAY_HEADER = "Idempotent-Replayed"
 
 
-def get_producer(request: Request) -> Producer:
-    """The app's message producer (built in the lifespan, from this API's settings)."""
-    producer: Producer = request.app.state.turnout.producer
-    return producer
-
-
 def request_hash(body: QuestionRequest) -> str:
     data = body.model_dump(mode="json", by_alias=True)
-    if data.get("language") is None:  # absent as before the field existed: stored hashes stay valid
-        data.pop("language", None)
+    for optional in ("language", "previousJobId", "conversationId"):
+        if data.get(optional) is None:  # absent as before the field existed: stored hashes stay valid
+            data.pop(optional, None)
+    if data.get("priority") == JobPriority.INTERACTIVE.value:  # the default, as before the field existed
+        data.pop("priority")
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -75,6 +72,29 @@ def _check_replay(existing: jobs_db.JobRow, digest: str, response: Response) -> 
     response.headers[REPLAY_HEADER] = "true"
 
 
+def _new_job(body: QuestionRequest, digest: str, idempotency_key: str | None) -> NewJob:
+    return NewJob(
+        question=body.question, answer_language=body.answer_language, request_hash=digest,
+        page_size=body.page_size, language=body.language, webhook_url=body.webhook_url,
+        idempotency_key=idempotency_key, previous_job_id=body.previous_job_id, conversation_id=body.conversation_id,
+        priority=JobPriority(body.priority),
+    )
+
+
+async def _replay(
+    state: AppState, key: ApiKey, existing: jobs_db.JobRow, digest: str, response: Response, wait_s: float | None
+) -> JobDocument:
+    """The job an `Idempotency-Key` already made (a replay costs no submission)."""
+    _check_replay(existing, digest, response)
+    if wait_s and not existing.status.is_final:
+        existing = await watch_until_final(
+            state.job_events, existing.id, lambda: own_job(state.pool, key, existing.id), wait_s=wait_s
+        )
+    # A replay may come long after the job ended: its result is shown as visible now.
+    shown = await visible_job(state.pool, state.redis, state.settings, existing)
+    return _document(shown, response, state.settings, wait_s)
+
+
 def _document(job: jobs_db.JobRow, response: Response, settings: Settings, wait_s: float | None) -> JobDocument:
     document = JobDocument.from_row(job, base_url=settings.public_base_url)
     response.headers["Location"] = document.links.self
@@ -92,19 +112,14 @@ def _document(job: jobs_db.JobRow, response: Response, settings: Settings, wait_
     summary="Submit a question (returns a job)",
     responses={
         200: {"model": JobDocument, "description": "With `Prefer: wait=N`: the job ended within the wait"},
-        **error_responses(400, 401, 409, 413, 422, 429, 503),
+        **error_responses(400, 401, 404, 409, 413, 422, 429, 503),
     },
 )
 async def submit_question(
     body: QuestionRequest,
-    request: Request,
     response: Response,
     key: CurrentKey,
-    pool: Pool,
-    redis: Redis,
-    settings: SettingsDep,
-    limiter: Limiter,
-    job_events: JobEvents,
+    state: State,
     idempotency_key: Annotated[
         str | None,
         Header(
@@ -131,44 +146,19 @@ async def submit_question(
     called when it ends, or send `Prefer: wait=N` to have this answer wait for the end.
     A replayed `Idempotency-Key` returns the original job with `Idempotent-Replayed: true`.
     """
+    settings = state.settings
     _check_limits(body, settings)
     if body.webhook_url is not None:
         await _check_webhook(body.webhook_url, settings)
     digest = request_hash(body)
     wait_s = preferred_wait(prefer)
-
-    async def replay(existing: jobs_db.JobRow) -> JobDocument:
-        _check_replay(existing, digest, response)
-        if wait_s and not existing.status.is_final:
-            existing = await watch_until_final(
-                job_events, existing.id, lambda: own_job(pool, key, existing.id), wait_s=wait_s
-            )
-        # A replay may come long after the job ended: its result is shown as visible now.
-        return _document(await visible_job(pool, redis, settings, existing), response, settings, wait_s)
-
     if idempotency_key is not None:
-        async with pool.acquire() as conn:
+        async with state.pool.acquire() as conn:
             existing = await jobs_db.find_by_idempotency_key(conn, key.id, idempotency_key)
         if existing is not None:  # a replay costs no submission
-            return await replay(existing)
-    await limiter.hit(key.id)
-    async with pool.acquire() as conn:
-        job, created = await jobs_db.create_job(
-            conn, api_key_id=key.id, question=body.question, answer_language=body.answer_language,
-            page_size=body.page_size, webhook_url=body.webhook_url, idempotency_key=idempotency_key,
-            request_hash=digest, lease_s=settings.job_lease_s, language=body.language,
-        )
-    if not created:  # a concurrent request with the same key won the insert
-        return await replay(job)
-    # Watched before the message is sent, so the job's end cannot come before the watch.
-    with job_events.watch(job.id, final_only=True) if wait_s else contextlib.nullcontext() as watch:
-        # After the row is committed; if this send fails the sweeper sends it once the lease passes.
-        submitted = {"question": job.question, "answerLanguage": job.answer_language, "pageSize": job.page_size,
-                     "language": job.language}
-        await asyncio.to_thread(
-            functools.partial(send_run_job, get_producer(request), settings, job.id, submitted=submitted)
-        )
-        if watch is not None:
-            job = await until_final(watch, lambda: own_job(pool, key, job.id), job_events, wait_s=wait_s or 0, job=job)
-            job = await visible_job(pool, redis, settings, job)
-    return _document(job, response, settings, wait_s)
+            return await _replay(state, key, existing, digest, response, wait_s)
+    submitted = await submit(state, key.id, _new_job(body, digest, idempotency_key), wait_s=wait_s,
+                             budgets=key.budgets)
+    if not submitted.created:  # a concurrent request with the same key won the insert
+        return await _replay(state, key, submitted.job, digest, response, wait_s)
+    return _document(submitted.job, response, settings, wait_s)

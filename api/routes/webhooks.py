@@ -9,9 +9,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 
-from api.deps import CurrentKey, Pool, SettingsDep
+from api.deps import CurrentKey, Pool, SettingsDep, get_producer
 from api.errors import ApiError
-from api.routes.questions import get_producer
 from api.schemas import (
     DeliveryDocument,
     DeliveryList,

@@ -22,6 +22,51 @@ class UpsertCounts:
     unchanged: int
 
 
+_CREATE_STAGE = """
+    CREATE TEMP TABLE import_stage (
+        id text, article_id text, language text, title text, summary text, body text,
+        body_format text, body_text text, url text, slug text, author text, published boolean,
+        hidden boolean, created_at timestamptz, updated_at timestamptz, content_hash text,
+        source text, kind text, tags text[]
+    ) ON COMMIT DROP
+    """
+
+_UPSERT_ARTICLES = """
+    INSERT INTO articles (id, source, kind, tags, created_at)
+    SELECT DISTINCT ON (article_id) article_id, source, kind, tags, created_at
+    FROM import_stage ORDER BY article_id, created_at
+    ON CONFLICT (id) DO UPDATE SET created_at = LEAST(articles.created_at, EXCLUDED.created_at)
+    WHERE EXCLUDED.created_at < articles.created_at
+    """
+
+_UPSERT_LOCALIZATIONS = """
+    INSERT INTO localizations AS l (
+        id, article_id, language, title, summary, body, body_format, body_text, url, slug, author,
+        published, hidden, created_at, updated_at, content_hash)
+    SELECT id, article_id, language, title, summary, body, body_format, body_text,
+           url, slug, author, COALESCE(published, true), COALESCE(hidden, false), created_at,
+           updated_at, content_hash
+    FROM import_stage
+    ON CONFLICT (id) DO UPDATE SET
+        article_id = EXCLUDED.article_id, language = EXCLUDED.language, title = EXCLUDED.title,
+        summary = EXCLUDED.summary, body = EXCLUDED.body, body_format = EXCLUDED.body_format,
+        body_text = EXCLUDED.body_text, url = EXCLUDED.url, slug = EXCLUDED.slug,
+        author = EXCLUDED.author, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+        content_hash = EXCLUDED.content_hash,
+        published = COALESCE((SELECT published FROM import_stage WHERE id = EXCLUDED.id LIMIT 1),
+                             l.published),
+        hidden = COALESCE((SELECT hidden FROM import_stage WHERE id = EXCLUDED.id LIMIT 1), l.hidden),
+        imported_at = now()
+    WHERE l.content_hash IS DISTINCT FROM EXCLUDED.content_hash
+       OR l.article_id IS DISTINCT FROM EXCLUDED.article_id
+       OR l.published IS DISTINCT FROM COALESCE(
+            (SELECT published FROM import_stage WHERE id = EXCLUDED.id LIMIT 1), l.published)
+       OR l.hidden IS DISTINCT FROM COALESCE(
+            (SELECT hidden FROM import_stage WHERE id = EXCLUDED.id LIMIT 1), l.hidden)
+    RETURNING (xmax = 0) AS inserted
+    """
+
+
 async def upsert_records(conn: asyncpg.Connection, records: Sequence[ArticleRecord]) -> UpsertCounts:
     """Idempotent upsert in one transaction: unchanged rows are not touched at all.
 
@@ -37,55 +82,11 @@ async def upsert_records(conn: asyncpg.Connection, records: Sequence[ArticleReco
         for r in records
     ]
     async with conn.transaction():
-        await conn.execute(
-            """
-            CREATE TEMP TABLE import_stage (
-                id text, article_id text, language text, title text, summary text, body text,
-                body_format text, body_text text, url text, slug text, author text, published boolean,
-                hidden boolean, created_at timestamptz, updated_at timestamptz, content_hash text,
-                source text, kind text, tags text[]
-            ) ON COMMIT DROP
-            """
-        )
+        await conn.execute(_CREATE_STAGE)
         await conn.copy_records_to_table("import_stage", records=rows, columns=_STAGE_COLUMNS)
         await conn.execute("CREATE UNIQUE INDEX ON import_stage (id)")
-        await conn.execute(
-            """
-            INSERT INTO articles (id, source, kind, tags, created_at)
-            SELECT DISTINCT ON (article_id) article_id, source, kind, tags, created_at
-            FROM import_stage ORDER BY article_id, created_at
-            ON CONFLICT (id) DO UPDATE SET created_at = LEAST(articles.created_at, EXCLUDED.created_at)
-            WHERE EXCLUDED.created_at < articles.created_at
-            """
-        )
-        changed = await conn.fetch(
-            """
-            INSERT INTO localizations AS l (
-                id, article_id, language, title, summary, body, body_format, body_text, url, slug, author,
-                published, hidden, created_at, updated_at, content_hash)
-            SELECT id, article_id, language, title, summary, body, body_format, body_text,
-                   url, slug, author, COALESCE(published, true), COALESCE(hidden, false), created_at,
-                   updated_at, content_hash
-            FROM import_stage
-            ON CONFLICT (id) DO UPDATE SET
-                article_id = EXCLUDED.article_id, language = EXCLUDED.language, title = EXCLUDED.title,
-                summary = EXCLUDED.summary, body = EXCLUDED.body, body_format = EXCLUDED.body_format,
-                body_text = EXCLUDED.body_text, url = EXCLUDED.url, slug = EXCLUDED.slug,
-                author = EXCLUDED.author, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
-                content_hash = EXCLUDED.content_hash,
-                published = COALESCE((SELECT published FROM import_stage WHERE id = EXCLUDED.id LIMIT 1),
-                                     l.published),
-                hidden = COALESCE((SELECT hidden FROM import_stage WHERE id = EXCLUDED.id LIMIT 1), l.hidden),
-                imported_at = now()
-            WHERE l.content_hash IS DISTINCT FROM EXCLUDED.content_hash
-               OR l.article_id IS DISTINCT FROM EXCLUDED.article_id
-               OR l.published IS DISTINCT FROM COALESCE(
-                    (SELECT published FROM import_stage WHERE id = EXCLUDED.id LIMIT 1), l.published)
-               OR l.hidden IS DISTINCT FROM COALESCE(
-                    (SELECT hidden FROM import_stage WHERE id = EXCLUDED.id LIMIT 1), l.hidden)
-            RETURNING (xmax = 0) AS inserted
-            """
-        )
+        await conn.execute(_UPSERT_ARTICLES)
+        changed = await conn.fetch(_UPSERT_LOCALIZATIONS)
     inserted = sum(1 for row in changed if row["inserted"])
     updated = len(changed) - inserted
     return UpsertCounts(inserted=inserted, updated=updated, unchanged=len(records) - inserted - updated)

@@ -36,6 +36,7 @@ class AuditEvent:
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float | None = None
+    cost_usd: float | None = None  # an LLM call's cost by the price table (`usage.costUsd` of that call)
     created_at: datetime | None = None  # set by the database
 
     def __post_init__(self) -> None:
@@ -47,12 +48,12 @@ AUDIT_COLUMNS = tuple(f.name for f in fields(AuditEvent) if f.name != "created_a
 _INSERT = """
     INSERT INTO audit_events (
         kind, job_id, round, loop_mode, model, tool, arguments, normalized_arguments, outcome, error,
-        finish_reason, input_tokens, output_tokens, latency_ms
-    ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+        finish_reason, input_tokens, output_tokens, latency_ms, cost_usd
+    ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 """
 _SELECT = """
     SELECT kind, job_id, round, loop_mode, model, tool, arguments, normalized_arguments, outcome, error,
-           finish_reason, input_tokens, output_tokens, latency_ms, created_at
+           finish_reason, input_tokens, output_tokens, latency_ms, cost_usd, created_at
     FROM audit_events WHERE job_id = $1 ORDER BY id
 """
 
@@ -80,7 +81,8 @@ async def insert_audit_events(db: asyncpg.Pool | asyncpg.Connection, events: lis
 
 
 _AUDIT_TYPES = {"round": "integer", "arguments": "jsonb", "normalized_arguments": "jsonb",
-                "input_tokens": "integer", "output_tokens": "integer", "latency_ms": "double precision"}
+                "input_tokens": "integer", "output_tokens": "integer", "latency_ms": "double precision",
+                "cost_usd": "double precision"}
 _AUDIT_LIST = ", ".join(AUDIT_COLUMNS)
 
 

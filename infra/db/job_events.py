@@ -51,6 +51,22 @@ async def add_progress_event(conn: asyncpg.Connection, job_id: str, kind: str, d
     return event_id
 
 
+# A streamed answer's chunk, written only while no cancel of its job was requested: the answer stops
+# between chunks once it was (migration 0012), in the statement it writes anyway.
+_INSERT_UNLESS_CANCELLED = """
+    INSERT INTO job_events (job_id, kind, data)
+    SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = $1 AND cancel_requested_at IS NOT NULL)
+    RETURNING id, set_config('synchronous_commit', 'off', true)
+"""
+
+
+async def add_answer_event(conn: asyncpg.Connection, job_id: str, kind: str, data: dict[str, Any]) -> int | None:
+    """A streamed answer's progress event (as `add_progress_event`); None, writing nothing, when a
+    cancel of the job was requested."""
+    row = await conn.fetchrow(_INSERT_UNLESS_CANCELLED, job_id, kind, data)
+    return None if row is None else int(row["id"])
+
+
 async def has_event(conn: asyncpg.Connection, job_id: str, kind: str) -> bool:
     return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM job_events WHERE job_id = $1 AND kind = $2)",
                                     job_id, kind))

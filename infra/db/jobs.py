@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
@@ -21,7 +22,8 @@ import asyncpg
 
 from infra.db.job_events import add_event
 from infra.db.journal import Narration
-from infra.status import JobStatus
+from infra.results import QuestionResult
+from infra.status import JobPriority, JobStatus
 
 _LEASE = "now() + make_interval(secs => $2)"
 
@@ -37,7 +39,7 @@ class JobRow:
     webhook_url: str | None
     idempotency_key: str | None
     request_hash: str | None
-    result: dict[str, Any] | None
+    result: QuestionResult | None  # parsed when the row is read: one parse per read
     error: dict[str, Any] | None
     usage: dict[str, Any]
     attempts: int
@@ -51,16 +53,44 @@ class JobRow:
     tool_call: dict[str, Any] | None = None  # {tool, arguments}: the caller chose the tool (MCP)
     language: str | None = None  # the client's material language (migration 0007)
     dispatched_at: datetime | None = None  # when its run_job message was last due (migration 0009)
+    previous_job_id: str | None = None  # the job a follow-up continues (migration 0010)
+    conversation_id: str | None = None  # the chain's first job id (NULL: asked alone)
+    feedback_rating: str | None = None  # "up" | "down": the owner's rating
+    feedback_comment: str | None = None
+    feedback_at: datetime | None = None
+    retry_of: str | None = None  # the job this one retries (migration 0011)
+    retries: tuple[str, ...] = ()  # this job's retries, oldest first
+    cancel_requested_at: datetime | None = None  # a cancel asked for while it ran (migration 0012)
+    priority: JobPriority = JobPriority.INTERACTIVE  # migration 0013
+
+    @property
+    def parked(self) -> bool:
+        """Queued behind its key's jobs in flight: no message sent yet (infra/db/fair_shares.py)."""
+        return self.status is JobStatus.QUEUED and self.dispatched_at is None
 
 
 def _job(row: asyncpg.Record) -> JobRow:
     return _job_from(dict(row))
 
 
+def job_row(row: asyncpg.Record | Mapping[str, Any]) -> JobRow:
+    """A `jobs` row (any statement's `SELECT *`) as a JobRow; for the other jobs-table modules."""
+    return _job_from(dict(row))
+
+
+_ROW_FIELDS = frozenset(f.name for f in fields(JobRow))
+
+
 def _job_from(values: dict[str, Any]) -> JobRow:
+    values = {k: v for k, v in values.items() if k in _ROW_FIELDS}  # not the search vector, the retry flag
     values["status"] = JobStatus(values["status"])
+    if "priority" in values:
+        values["priority"] = JobPriority(values["priority"])
     if isinstance(values.get("tool_call"), str):  # stored as JSON text (migration 0006)
         values["tool_call"] = json.loads(values["tool_call"])
+    values["retries"] = tuple(values.get("retries") or ())
+    if isinstance(values.get("result"), dict):  # not yet parsed: finish_job passes the model it wrote
+        values["result"] = QuestionResult.model_validate(values["result"])
     return JobRow(**values)
 
 
@@ -90,28 +120,44 @@ async def create_job(
     client: str | None = None,
     tool_call: dict[str, Any] | None = None,
     language: str | None = None,
+    previous_job_id: str | None = None,
+    conversation_id: str | None = None,
+    priority: JobPriority = JobPriority.INTERACTIVE,
+    in_flight_cap: int = 0,
 ) -> tuple[JobRow, bool]:
     """Insert a queued job (and its `queued` event); with an idempotency key already used, return
     that job instead. Returns (job, created). The lease is how long the job may wait for a
-    worker before the sweeper sends its message again."""
+    worker before the sweeper sends its message again. With `in_flight_cap` (0: none) a key that
+    has that many jobs in flight gets the job parked (`job.parked`: send no message; the end of one
+    of its jobs dispatches it, infra/db/fair_shares.py)."""
     # One statement (job and its `queued` event together, atomically): one round trip, one commit.
+    # The cap is read under the key's lock (`jobs_in_flight`, migration 0013), CASE so it is
+    # not even taken without a cap.
     row = await conn.fetchrow(
         """
-        WITH job AS (
+        WITH slot AS (
+            SELECT CASE WHEN $17::int = 0 THEN true ELSE jobs_in_flight($2) < $17 END AS free
+        ), job AS (
             INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
                               idempotency_key, request_hash, lease_expires_at, source, client, tool_call,
-                              language)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9), $10, $11, $12, $13)
+                              language, previous_job_id, conversation_id, priority, dispatched_at)
+            SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+                   CASE WHEN free THEN now() + make_interval(secs => $9) END, $10, $11, $12, $13,
+                   $14, $15, $16, CASE WHEN free THEN now() END
+            FROM slot
             ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
             RETURNING *
         ), queued AS (
-            INSERT INTO job_events (job_id, kind, data) SELECT id, 'queued', '{}'::jsonb FROM job
+            INSERT INTO job_events (job_id, kind, data)
+            SELECT id, 'queued', CASE WHEN dispatched_at IS NULL THEN '{"parked": true}'::jsonb ELSE '{}'::jsonb END
+            FROM job
         )
         SELECT * FROM job
         """,
         new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
         idempotency_key, request_hash, lease_s, source, client,
-        json.dumps(tool_call) if tool_call is not None else None, language,
+        json.dumps(tool_call) if tool_call is not None else None, language, previous_job_id, conversation_id,
+        priority.value, in_flight_cap,
     )
     if row is not None:
         return _job(row), True
@@ -137,27 +183,9 @@ async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | No
     return _job(row) if row is not None else None
 
 
-async def list_jobs(
-    conn: asyncpg.Connection, *, api_key_id: str, source: str, limit: int,
-    before: tuple[datetime, str] | None = None,
-) -> list[JobRow]:
-    """One key's jobs from one source, newest first; `before` = (created_at, id) of the last job of
-    the previous page (keyset paging on the `jobs_key_created` index, stable while jobs arrive)."""
-    rows = await conn.fetch(
-        """
-        SELECT * FROM jobs
-        WHERE api_key_id = $1 AND source = $2
-          AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
-        ORDER BY created_at DESC, id DESC
-        LIMIT $5
-        """,
-        api_key_id, source, before[0] if before else None, before[1] if before else None, limit,
-    )
-    return [_job(r) for r in rows]
-
-
 async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) -> JobRow | None:
-    """queued -> running with a lease; None when the job is not queued (running elsewhere, final, unknown)."""
+    """queued -> running with a lease; None when the job is not queued (running elsewhere, final, unknown)
+    or parked (its key's turn has not come: a message for it is no licence to run it)."""
     # One statement (the claim and its `running` event together, atomically): one round trip, one
     # commit, and that commit does not wait for the WAL flush. A claim lost in a database crash
     # leaves the job queued: its runner's next write fails (its connection died with the server)
@@ -168,7 +196,7 @@ async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) ->
         WITH claimed AS (
             UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_expires_at = {_LEASE},
                             started_at = coalesce(started_at, now()), updated_at = now()
-            WHERE id = $1 AND status = 'queued'
+            WHERE id = $1 AND status = 'queued' AND dispatched_at IS NOT NULL
             RETURNING *
         ), running AS (
             INSERT INTO job_events (job_id, kind, data)
@@ -237,7 +265,7 @@ async def finish_job(
     *,
     attempt: int,
     status: Literal[JobStatus.SUCCEEDED, JobStatus.FAILED],
-    result: dict[str, Any] | None,
+    result: QuestionResult | None,
     error: dict[str, Any] | None,
     usage: dict[str, Any],
     event_data: dict[str, Any] | None = None,
@@ -260,7 +288,7 @@ async def finish_job(
             8 if extra else None,
             columns=_FINISHED_COLUMNS,
         ),
-        job_id, attempt, status.value, result, error, usage, event_data if event_data is not None else {"error": error},
+        job_id, attempt, status.value, result.wire() if result is not None else None, error, usage, event_data if event_data is not None else {"error": error},
         *extra,
     )
     return _finished(row, result=result) if row is not None else None
@@ -270,13 +298,14 @@ async def release_job(
     conn: asyncpg.Connection, job_id: str, *, attempt: int, retry_in_s: float, reason: str, message_in_s: float = 0.0
 ) -> bool:
     """running -> queued after a transient failure (a service was down); a delayed message runs it
-    again after `message_in_s` (its dispatch time), the sweeper once `retry_in_s` has passed."""
+    again after `message_in_s` (its dispatch time), the sweeper once `retry_in_s` has passed.
+    False as well for a job whose cancel was requested: it is not retried (the runner cancels it)."""
     async with conn.transaction():
         row = await conn.fetchrow(
             f"""
             UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(),
                             dispatched_at = now() + make_interval(secs => $4)
-            WHERE id = $1 AND status = 'running' AND attempts = $3
+            WHERE id = $1 AND status = 'running' AND attempts = $3 AND cancel_requested_at IS NULL
             RETURNING id
             """,  # noqa: S608 (constant fragment)
             job_id, retry_in_s, attempt, message_in_s,
@@ -313,7 +342,7 @@ async def cancel_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str) 
 @dataclass(frozen=True)
 class SweepOutcome:
     requeued: list[str]  # send run_job for these
-    failed: list[Finished]  # gave up (worker lost too often); send their webhooks
+    failed: list[Finished]  # gave up (worker lost too often) or cancelled (asked to); send their webhooks
 
 
 async def sweep_expired(
@@ -321,7 +350,8 @@ async def sweep_expired(
 ) -> SweepOutcome:
     """Jobs whose lease ran out: a running job's worker died (or Redis lost the message) and a
     queued job's message was never picked up. Both go (back) to queued with a fresh lease; a
-    job that already ran `max_attempts` times fails instead of crashing workers forever.
+    job that already ran `max_attempts` times fails instead of crashing workers forever, and a
+    running job whose cancel was requested ends cancelled instead of running again.
     The rows are locked FOR NO KEY UPDATE (what an UPDATE takes), not FOR UPDATE: a job's event
     writer holds the job's event lock (migration 0009) and then its foreign key's KEY SHARE lock on
     the row, which FOR UPDATE would block while this transaction waits for that event lock."""
@@ -330,41 +360,64 @@ async def sweep_expired(
     async with conn.transaction():
         stale = await conn.fetch(
             """
-            SELECT id, status, attempts FROM jobs
+            SELECT id, status, attempts, cancel_requested_at FROM jobs
             WHERE status IN ('queued', 'running') AND lease_expires_at < now()
             ORDER BY lease_expires_at LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED
             """,
             limit,
         )
         for job in stale:
-            was_running = job["status"] == JobStatus.RUNNING.value
-            if was_running and job["attempts"] >= max_attempts:
-                error = {
-                    "code": "worker_lost",
-                    "message": f"the worker running this job stopped {job['attempts']} times; giving up",
-                }
-                row = await conn.fetchrow(
-                    _finalizing(
-                        """
-                        UPDATE jobs SET status = 'failed', error = $2, lease_expires_at = NULL,
-                                        finished_at = now(), updated_at = now()
-                        WHERE id = $1 RETURNING *
-                        """,
-                        "$3",
-                    ),
-                    job["id"], error, {"error": error},
-                )
-                failed.append(_finished(row))
-                continue
-            await conn.execute(
-                f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(), "  # noqa: S608
-                "dispatched_at = now() WHERE id = $1",
-                job["id"], lease_s,
-            )
-            reason = "worker lost (lease expired)" if was_running else "not picked up within the lease"
-            await add_event(conn, job["id"], "requeued", {"reason": reason, "attempt": job["attempts"]})
-            requeued.append(job["id"])
+            ended = await _sweep_one(conn, job, lease_s=lease_s, max_attempts=max_attempts)
+            if ended is None:
+                requeued.append(job["id"])
+            else:
+                failed.append(ended)
     return SweepOutcome(requeued, failed)
+
+
+async def _sweep_one(conn: asyncpg.Connection, job: asyncpg.Record, *, lease_s: float, max_attempts: int
+                     ) -> Finished | None:
+    """One stale job of `sweep_expired`: ended (cancelled, or failed after `max_attempts`), or
+    queued again (None)."""
+    was_running = job["status"] == JobStatus.RUNNING.value
+    if was_running and job["cancel_requested_at"] is not None:  # its client wants it stopped anyway
+        row = await conn.fetchrow(
+            _finalizing(
+                """
+                UPDATE jobs SET status = 'cancelled', lease_expires_at = NULL, finished_at = now(),
+                                updated_at = now()
+                WHERE id = $1 RETURNING *
+                """,
+                "$2",
+            ),
+            job["id"], {"reason": "cancel requested; its worker was lost"},
+        )
+        return _finished(row)
+    if was_running and job["attempts"] >= max_attempts:
+        error = {
+            "code": "worker_lost",
+            "message": f"the worker running this job stopped {job['attempts']} times; giving up",
+        }
+        row = await conn.fetchrow(
+            _finalizing(
+                """
+                UPDATE jobs SET status = 'failed', error = $2, lease_expires_at = NULL,
+                                finished_at = now(), updated_at = now()
+                WHERE id = $1 RETURNING *
+                """,
+                "$3",
+            ),
+            job["id"], error, {"error": error},
+        )
+        return _finished(row)
+    await conn.execute(
+        f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(), "  # noqa: S608
+        "dispatched_at = now() WHERE id = $1",
+        job["id"], lease_s,
+    )
+    reason = "worker lost (lease expired)" if was_running else "not picked up within the lease"
+    await add_event(conn, job["id"], "requeued", {"reason": reason, "attempt": job["attempts"]})
+    return None
 
 
 async def sweep_undispatched(conn: asyncpg.Connection, *, grace_s: float, limit: int = 200) -> list[str]:

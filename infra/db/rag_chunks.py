@@ -161,6 +161,49 @@ KEPT_TERMS = 2
 # every language's form.
 
 
+# $1 collection, $2 question, $3 languages, $4 scope (localization ids), $5 limit, $6 kept terms:
+# the rarest terms per language weighted by idf (title hits twice), plus ts_rank_cd.
+_LEXICAL_SEARCH = f"""
+    WITH stop_words AS MATERIALIZED ({_STOP_WORDS}),
+    terms AS MATERIALIZED ({_TERMS}),
+    word_ndoc AS MATERIALIZED (
+        SELECT p.position, max(s.ndoc) AS ndoc
+        FROM terms t CROSS JOIN LATERAL unnest(t.positions) AS p(position)
+        JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
+        GROUP BY p.position
+    ),
+    weighted AS MATERIALIZED (
+        SELECT t.language, t.query, t.in_title,
+               ln(1 + (total.ndoc + 0.5) / (s.ndoc + 0.5)) AS idf,
+               row_number() OVER (
+                   PARTITION BY t.language
+                   ORDER BY (SELECT max(w.ndoc) FROM word_ndoc w WHERE w.position = ANY(t.positions)), s.ndoc
+               ) AS rarity
+        FROM terms t
+        JOIN rag_lexicon total ON total.collection = $1 AND total.lexeme = ''
+        JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
+    ),
+    kept AS MATERIALIZED (SELECT * FROM weighted WHERE rarity <= $6),
+    q AS MATERIALIZED (
+        SELECT language, string_agg(query::text, ' | ')::tsquery AS query FROM kept GROUP BY language
+    )
+    SELECT c.point_id::text, c.localization_id, c.article_id, c.language, c.position, c.title, c.text,
+           c.content_hash,
+           (SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
+            WHERE w.language = c.language AND c.search_vector @@ w.query)
+           + ts_rank_cd(c.search_vector, q.query) AS score
+    FROM rag_chunks c
+    JOIN q ON q.language = c.language
+    JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
+    WHERE c.collection = $1
+      AND c.search_vector @@ q.query
+      AND ($3::text[] IS NULL OR c.language = ANY($3::text[]))
+      AND ($4::text[] IS NULL OR c.localization_id = ANY($4::text[]))
+    ORDER BY score DESC, c.localization_id, c.position
+    LIMIT $5
+"""  # noqa: S608 (constant fragments)
+
+
 async def lexical_search(
     conn: PoolOrConnection,
     collection: str,
@@ -179,45 +222,7 @@ async def lexical_search(
     if languages is not None and (not languages or any(lang not in TS_CONFIG for lang in languages)):
         raise ValueError(f"unsupported language filter {language!r}")
     rows = await conn.fetch(
-        f"""
-        WITH stop_words AS MATERIALIZED ({_STOP_WORDS}),
-        terms AS MATERIALIZED ({_TERMS}),
-        word_ndoc AS MATERIALIZED (
-            SELECT p.position, max(s.ndoc) AS ndoc
-            FROM terms t CROSS JOIN LATERAL unnest(t.positions) AS p(position)
-            JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
-            GROUP BY p.position
-        ),
-        weighted AS MATERIALIZED (
-            SELECT t.language, t.query, t.in_title,
-                   ln(1 + (total.ndoc + 0.5) / (s.ndoc + 0.5)) AS idf,
-                   row_number() OVER (
-                       PARTITION BY t.language
-                       ORDER BY (SELECT max(w.ndoc) FROM word_ndoc w WHERE w.position = ANY(t.positions)), s.ndoc
-                   ) AS rarity
-            FROM terms t
-            JOIN rag_lexicon total ON total.collection = $1 AND total.lexeme = ''
-            JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
-        ),
-        kept AS MATERIALIZED (SELECT * FROM weighted WHERE rarity <= $6),
-        q AS MATERIALIZED (
-            SELECT language, string_agg(query::text, ' | ')::tsquery AS query FROM kept GROUP BY language
-        )
-        SELECT c.point_id::text, c.localization_id, c.article_id, c.language, c.position, c.title, c.text,
-               c.content_hash,
-               (SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
-                WHERE w.language = c.language AND c.search_vector @@ w.query)
-               + ts_rank_cd(c.search_vector, q.query) AS score
-        FROM rag_chunks c
-        JOIN q ON q.language = c.language
-        JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
-        WHERE c.collection = $1
-          AND c.search_vector @@ q.query
-          AND ($3::text[] IS NULL OR c.language = ANY($3::text[]))
-          AND ($4::text[] IS NULL OR c.localization_id = ANY($4::text[]))
-        ORDER BY score DESC, c.localization_id, c.position
-        LIMIT $5
-        """,  # noqa: S608 (constant fragments)
+        _LEXICAL_SEARCH,
         collection, question, languages, list(scope) if scope is not None else None, limit,
         KEPT_TERMS,
     )

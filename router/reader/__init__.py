@@ -29,13 +29,29 @@ from datetime import date
 
 from router.reader._calendar import shift, unit_span
 from router.reader._languages import LanguageCues, language_cues
+from router.reader._numbers import NUMBER_WORD_ALTERNATION, NUMBER_WORDS, number_value
 from router.reader._order import OrderReading, read_order
+from router.reader._patterns import cut_match, words_pattern
 from router.reader._periods import DateExpectation
 from router.reader._scan import PeriodReading, read_period
+from router.reader._spelling import inner_edits
+from router.reader._vocabulary import (
+    LANGUAGE_NOUNS,
+    ORDER_WORDS,
+    grammar_word,
+    language_word,
+    operator_word,
+    period_word_meaning,
+)
 
 __all__ = [
-    "DateExpectation", "LanguageCues", "OrderReading", "PeriodReading", "QuestionCues", "find_period",
-    "language_cues", "read_cues", "read_order", "read_period", "shift", "unit_span",
+    "NUMBER_WORD_ALTERNATION",
+    "cut_match",
+    "number_value",
+    "words_pattern",
+    "LANGUAGE_NOUNS", "NUMBER_WORDS", "ORDER_WORDS", "DateExpectation", "LanguageCues", "OrderReading", "PeriodReading",
+    "QuestionCues", "find_period", "grammar_word", "inner_edits", "language_cues", "language_word", "operator_word",
+    "period_word_meaning", "read_cues", "read_order", "read_period", "shift", "unit_span",
 ]
 
 

@@ -11,7 +11,7 @@ from datetime import date, timedelta
 
 from router.reader import _lexicon as lx
 from router.reader._calendar import months_span, shift, unit_span
-from router.reader._numbers import amount, unit_at
+from router.reader._numbers import amount, inverted_amount, unit_at
 from router.reader._tokens import Token, standalone_number
 
 
@@ -260,7 +260,7 @@ def _year(tokens: list[Token], i: int, today: date) -> Anchor | None:
 def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "three months ago", "три месяца назад", "год назад", "vor drei Wochen", "vor einem Jahr"."""
     german = _fold(tokens, i) == "vor"
-    found = amount(tokens, i + 1 if german else i)
+    found = amount(tokens, i + 1 if german else i) or (None if german else inverted_amount(tokens, i))
     if found is None and not german:  # "год назад", "неделю назад": one unit
         unit = unit_at(tokens, i)
         j = unit[1] if unit else i

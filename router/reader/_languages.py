@@ -16,11 +16,8 @@ import re
 from dataclasses import dataclass
 
 from infra.results import Language
-
-
-def _r(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.UNICODE)
-
+from router.reader._patterns import words_pattern as _r
+from router.reader._spelling import inner_edits
 
 _ALL_LANGUAGES = _r(
     r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
@@ -28,7 +25,7 @@ _ALL_LANGUAGES = _r(
     r"|\bmultilingual\b"
     r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|любых|любом)\s+язык\w*"
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
-    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+in\s+welcher\s+sprache"
+    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"
     r"|\bsprachunabhängig\w*|\bunabhängig\s+von\s+der\s+sprache|\balle\s+sprachen\b"
 )
 _STEMS: tuple[tuple[str, Language], ...] = (
@@ -49,6 +46,15 @@ _ANSWER_VERB = _r(
 _ANSWER_VERB_AFTER = _r(
     r"^\s*(?:language\s+)?(?:языке\s+)?(?:bitte\s+)?(?:zusammen\w*|antworten|beantworten|erklären|erklärt|beschreiben)\b"
 )
+# The collection's nouns: a language named on one of them is proven to be the articles' language
+# ("German articles", "Beiträge … auf Deutsch"), so it may override a capable model's choice.
+_COLLECTION = (
+    r"(?:articles?|posts?|news|stories|publications?|entries"
+    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|ов|ах)?|публикаци\w*|новост\w*|материал\w*"
+    r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?)"
+)
+_NOUN_AFTER = _r(r"^(?:[- ]language|sprachig\w*)?\s+(?:\w+\s+)?" + _COLLECTION + r"\b")
+_NOUN_BEFORE = _r(r"\b" + _COLLECTION + r"\b[^.?!]{0,60}$")
 _PLEASE_END = _r(r"^\s*,?\s*please\s*[.!]?\s*$")
 _END = _r(r"^(?:\s*(?:языке|sprache))?\s*(?:,?\s*(?:please|bitte|пожалуйста))?\s*[.!?]*\s*$")
 
@@ -62,6 +68,7 @@ class LanguageCues:
     answer: Language | None  # the answer's language the question asks for
     rest: str  # the question without its language cues
     several: tuple[Language, ...] = ()  # every articles' language it names (two or more: a list)
+    on_collection: tuple[Language, ...] = ()  # articles' languages named on a collection noun (proven)
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
 
 
 def language_cues(question: str) -> LanguageCues:
+    question = _spelled(question)
     mentions = _mentions(question)
     answer_mentions = [m for m in mentions if _governed_by_answer_verb(question, m)]
     articles = [m for m in mentions if m not in answer_mentions]
@@ -113,7 +121,33 @@ def language_cues(question: str) -> LanguageCues:
     several = tuple(dict.fromkeys(m.language for m in articles))
     if everything is not None:
         return LanguageCues(None, True, answer, rest)
-    return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several)
+    proven = tuple(dict.fromkeys(m.language for m in articles if _on_collection(question, m)))
+    return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several, proven)
+
+
+_WORD = re.compile(r"[^\W\d_]{5,}", re.UNICODE)
+
+
+def _spelled(text: str) -> str:
+    """ "germna posts", "russain articles": a language adjective one inner edit off, standing on a
+    collection noun, is read as the adjective (the period words' rule, router/reader/_spelling.py)."""
+    for match in reversed(list(_WORD.finditer(text))):
+        word = match.group(0)
+        if _MENTION.fullmatch(word) or not _NOUN_AFTER.match(text[match.end():]):
+            continue
+        fixes = {edit for edit in inner_edits(word.casefold()) if _MENTION.fullmatch(edit)}
+        languages = {next(c for c in ("de", "en", "ru") if m.group(c)) for m in map(_MENTION.fullmatch, fixes) if m}
+        if len(languages) == 1:
+            text = text[:match.start()] + min(fixes) + text[match.end():]
+    return text
+
+
+def _on_collection(text: str, mention: _Mention) -> bool:
+    """ "German articles", "немецкие статьи" (an adjective before the noun); "articles … in German",
+    "Beiträge … auf Deutsch" (a phrase after it, in the same sentence)."""
+    if mention.phrase:
+        return _NOUN_BEFORE.search(text[:mention.phrase_start]) is not None
+    return _NOUN_AFTER.match(text[mention.end:]) is not None
 
 
 def _without(text: str, spans: list[tuple[int, int]]) -> str:

@@ -59,6 +59,9 @@ def amount(tokens: list[Token], i: int) -> Amount | None:
     half = _half(tokens, i)
     if half is not None:
         return half
+    couple = _couple(tokens, i)
+    if couple is not None:
+        return couple
     count = _count(tokens, i)
     if count is None:
         return None
@@ -78,6 +81,30 @@ def _half(tokens: list[Token], i: int) -> Amount | None:
             and _unit(tokens, start + 1) == "year":
         return Amount(6, "month", i, start + 2)
     return None
+
+
+# "a couple of weeks", "couple months", "пару недель", "пару месяцев": two (not "ein paar": a few).
+_COUPLE = frozenset({"couple", "пару", "пара"})
+
+
+def _couple(tokens: list[Token], i: int) -> Amount | None:
+    j = i + 1 if i < len(tokens) and tokens[i].fold in ("a", "the") else i
+    if j >= len(tokens) or tokens[j].fold not in _COUPLE:
+        return None
+    k = j + 2 if j + 1 < len(tokens) and tokens[j + 1].fold == "of" else j + 1
+    unit = _unit(tokens, k)
+    return Amount(2, unit, i, k + 1) if unit is not None and unit not in ("quarter", "half") else None
+
+
+def inverted_amount(tokens: list[Token], i: int) -> Amount | None:
+    """ "недели три", "месяца два", "лет пять": a Russian unit before its numeral, "about N units"."""
+    if i + 1 >= len(tokens) or not tokens[i].fold.isalpha() or tokens[i].fold.isascii():
+        return None
+    unit = UNITS.get(tokens[i].fold)
+    count = NUMBER_WORDS.get(tokens[i + 1].fold)
+    if unit is None or count is None or count < 2 or not tokens[i + 1].fold.isalpha():
+        return None
+    return Amount(count, unit, i, i + 2)
 
 
 def _count(tokens: list[Token], i: int) -> int | None:
@@ -105,3 +132,13 @@ def unit_at(tokens: list[Token], i: int) -> tuple[Unit, int] | None:
     if unit is None:
         return None
     return unit, i + (2 if tokens[i].fold == "half" else 1)
+
+
+# The numerals of NUMBER_WORDS longer than two letters, longest first: a regular-expression
+# alternation for the follow-up grammar's counts ("two pages further", "the year before").
+NUMBER_WORD_ALTERNATION = "|".join(sorted((w for w in NUMBER_WORDS if len(w) > 2), key=len, reverse=True))
+
+
+def number_value(word: str) -> int | None:
+    """A count written in digits or as a numeral ("3", "three", "drei", "три"); None: neither."""
+    return int(word) if word.isdigit() else NUMBER_WORDS.get(word.casefold())

@@ -7,10 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-
-def _r(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.IGNORECASE | re.UNICODE)
-
+from router.reader._patterns import words_pattern as _r
 
 _OLD = r"(?:old\w*|earl\w*|стар\w*|ранн\w*|alt\w*|ält\w*|früh\w*)"
 _NEW = r"(?:new\w*|late\w*|recent\w*|нов\w*|свеж\w*|поздн\w*|neu\w*|aktuell\w*|jüng\w*)"

@@ -52,7 +52,7 @@ class DateExpectation:
 
 
 @dataclass(frozen=True)
-class _Read:
+class PhraseRead:
     first: int
     next: int
     date_from: date | None
@@ -94,12 +94,22 @@ def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
              ("later", "than"): "after", ("up", "to"): "until", ("bis", "zum"): "until", ("bis", "zur"): "until",
              ("не", "позже"): "until", ("не", "позднее"): "until", ("в", "течение"): "in"}
     if (one, two) in pairs:
-        return pairs[(one, two)], i + 2
-    for mode, words in (("since", lx.SINCE), ("after", lx.AFTER), ("before", lx.BEFORE), ("until", lx.UNTIL),
-                        ("in", lx.IN)):
-        if one in words:
-            return mode, i + 1
-    return None
+        mode, end = pairs[(one, two)], i + 2
+    else:
+        found = next((m for m, words in (("since", lx.SINCE), ("after", lx.AFTER), ("before", lx.BEFORE),
+                                          ("until", lx.UNTIL), ("in", lx.IN)) if one in words), None)
+        if found is None:
+            return None
+        mode, end = found, i + 1
+    if mode == "until":  # "up to and including 2012", "bis einschließlich 2012": the end is in the period
+        if (_fold(tokens, end), _fold(tokens, end + 1)) == ("and", "including"):
+            end += 2
+        elif _fold(tokens, end) in _INCLUDING:
+            end += 1
+    return mode, end
+
+
+_INCLUDING = frozenset({"including", "inclusive", "einschließlich", "einschliesslich", "inklusive"})
 
 
 def _join(tokens: list[Token], after_index: int) -> int | None:
@@ -109,11 +119,13 @@ def _join(tokens: list[Token], after_index: int) -> int | None:
         return after_index
     if _fold(tokens, after_index) in lx.RANGE_JOIN:
         j = after_index + 1
+        if _fold(tokens, j) in _INCLUDING:  # "von 2009 bis einschließlich 2011"
+            j += 1
         return j + 1 if _fold(tokens, j) in ("zum", "zur", "the") else j
     return None
 
 
-def _range(tokens: list[Token], i: int, first: int, today: date) -> _Read | None:
+def _range(tokens: list[Token], i: int, first: int, today: date) -> PhraseRead | None:
     """The rest of a range from token ``i`` (its first end), the range's opening word at ``first``."""
     a = _anchor(tokens, i, today)
     day = bare_day(tokens, i) if a is None or a.kind == "year" and len(tokens[i].text) <= 2 else None
@@ -129,7 +141,7 @@ def _range(tokens: list[Token], i: int, first: int, today: date) -> _Read | None
     a = _compose(a, day, b, tokens, i)
     if a is None or a.start > b.end:
         return None
-    return _Read(first, b.next, a.start, b.end, a, "range", b)
+    return PhraseRead(first, b.next, a.start, b.end, a, "range", b)
 
 
 def _compose(a: Anchor | None, day: tuple[int, int] | None, b: Anchor, tokens: list[Token], i: int) -> Anchor | None:
@@ -148,7 +160,7 @@ def _compose(a: Anchor | None, day: tuple[int, int] | None, b: Anchor, tokens: l
     return a
 
 
-def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> _Read | None:
+def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> PhraseRead | None:
     """ "2014 bis 2017", "2020–2022", "March to May 2025": a range with no opening word."""
     if a.kind not in ("year", "month", "day", "bare-month", "season", "quarter"):
         return None
@@ -161,44 +173,44 @@ def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> _Read | None:
     fitted = _compose(a, None, b, tokens, a.first)
     if fitted is None or fitted.start > b.end:
         return None
-    return _Read(a.first, b.next, fitted.start, b.end, fitted, "range", b)
+    return PhraseRead(a.first, b.next, fitted.start, b.end, fitted, "range", b)
 
 
-def _open_ended(tokens: list[Token], read: _Read) -> _Read:
+def _open_ended(tokens: list[Token], read: PhraseRead) -> PhraseRead:
     """ "from 2019 on", "2019 and later", "2015 und früher": the period runs on / from the start."""
     one, two = _fold(tokens, read.next), _fold(tokens, read.next + 1)
     if one in _ON:
-        return _Read(read.first, read.next + 1, read.date_from, None, read.anchor, "since")
+        return PhraseRead(read.first, read.next + 1, read.date_from, None, read.anchor, "since")
     if one in ("and", "or", "и", "или", "und", "oder") and two in _LATER:
-        return _Read(read.first, read.next + 2, read.date_from, None, read.anchor, "since")
+        return PhraseRead(read.first, read.next + 2, read.date_from, None, read.anchor, "since")
     if one in ("and", "or", "и", "или", "und", "oder") and two in _EARLIER:
-        return _Read(read.first, read.next + 2, None, read.anchor.end, read.anchor, "until")
+        return PhraseRead(read.first, read.next + 2, None, read.anchor.end, read.anchor, "until")
     return read
 
 
-def _apply(mode: str, first: int, a: Anchor) -> _Read:
+def _apply(mode: str, first: int, a: Anchor) -> PhraseRead:
     if mode == "since":
-        return _Read(first, a.next, a.start, None, a, "since")
+        return PhraseRead(first, a.next, a.start, None, a, "since")
     if mode == "after":
-        return _Read(first, a.next, a.end + timedelta(days=1), None, a, "since")
+        return PhraseRead(first, a.next, a.end + timedelta(days=1), None, a, "since")
     if mode == "before":
-        return _Read(first, a.next, None, a.start - timedelta(days=1), a, "before")
+        return PhraseRead(first, a.next, None, a.start - timedelta(days=1), a, "before")
     if mode == "until":
-        return _Read(first, a.next, None, a.end, a, "until")
-    return _Read(first, a.next, a.start, a.end, a, "in")
+        return PhraseRead(first, a.next, None, a.end, a, "until")
+    return PhraseRead(first, a.next, a.start, a.end, a, "in")
 
 
-def period_at(tokens: list[Token], i: int, today: date) -> _Read | None:
+def period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
     """The period that starts at token ``i``, or None."""
     found = _period_at(tokens, i, today)
-    if found is None and _fold(tokens, i) in _FILLERS and _fold(tokens, i) != "of":
+    if found is None and _fold(tokens, i) in _FILLERS and _fold(tokens, i) != "of" and i + 1 < len(tokens):
         inner = _period_at(tokens, i + 1, today)  # "the 1990s", "die 2000er": the article is part of it
         if inner is not None and inner.mode == "in":
             return replace(inner, first=i)
     return found
 
 
-def _period_at(tokens: list[Token], i: int, today: date) -> _Read | None:
+def _period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
     fold = _fold(tokens, i)
     if fold in lx.RANGE_OPEN:
         ranged = _range(tokens, i + 1, i, today) or _range(tokens, i + 2, i, today) \
@@ -230,7 +242,7 @@ def _instrumental(token: Token) -> bool:
     return token.fold in ("летом", "весной", "осенью", "зимой")
 
 
-def expectation(read: _Read, tokens: list[Token], text: str, today: date) -> DateExpectation:
+def expectation(read: PhraseRead, tokens: list[Token], text: str, today: date) -> DateExpectation:
     """The read period as the date check and the filters use it."""
     phrase_start, phrase_end = tokens[read.first].start, tokens[read.next - 1].end
     if tokens[read.next - 1].fold == "г" and tokens[read.next - 1].after.startswith("."):

@@ -9,7 +9,8 @@ from datetime import date
 
 from router.reader import _lexicon as lx
 from router.reader._numbers import NUMBER_WORDS
-from router.reader._periods import DateExpectation, expectation, period_at
+from router.reader._periods import DateExpectation, PhraseRead, expectation, period_at
+from router.reader._spelling import anchored, corrected, version_years
 from router.reader._tokens import Token, standalone_number, tokenize
 
 
@@ -21,22 +22,37 @@ class PeriodReading:
 
 
 def read_period(text: str, today: date) -> PeriodReading:
-    tokens = tokenize(text)
-    found: list[DateExpectation] = []
-    consumed: set[int] = set()
+    tokens, changed = corrected(tokenize(text))
+    versions = version_years(tokens)  # on the corrected words: "Febuary 2025" is no product
+    tokens = [replace(t, version=True) if i in versions else t for i, t in enumerate(tokens)]
+    plain = [replace(t, fold=t.text.casefold().replace("ё", "е")) if i in changed else t for i, t in enumerate(tokens)]
+    reads = _reads(tokens, today)
+    rejected = {j for r in reads for j in range(r.first, r.next) if j in changed
+                and not anchored(tokens, r.first, r.next, changed)}
+    corrected_unused = changed - {j for r in reads for j in range(r.first, r.next)}
+    if rejected or corrected_unused:  # a correction that completes no trusted phrase is undone
+        tokens = [plain[j] if j in rejected | corrected_unused else t for j, t in enumerate(tokens)]
+        reads = _reads(tokens, today)
+    found = [expectation(read, tokens, text, today) for read in reads]
+    consumed = {j for read in reads for j in range(read.first, read.next)}
+    unread = _unread_phrases(tokens, consumed)
+    spans = [(p.start, p.end) for p in found] + [(tokens[a].start, tokens[b].end) for a, b in unread]
+    phrases = tuple(text[tokens[a].start:tokens[b].end] for a, b in unread)
+    return PeriodReading(_joined(found, text), phrases, _without(text, spans))
+
+
+def _reads(tokens: list[Token], today: date) -> list[PhraseRead]:
+    """Every period phrase, left to right."""
+    reads: list[PhraseRead] = []
     i = 0
     while i < len(tokens):
         read = period_at(tokens, i, today)
         if read is None:
             i += 1
             continue
-        found.append(expectation(read, tokens, text, today))
-        consumed.update(range(read.first, read.next))
+        reads.append(read)
         i = read.next
-    unread = _unread_phrases(tokens, consumed)
-    spans = [(p.start, p.end) for p in found] + [(tokens[a].start, tokens[b].end) for a, b in unread]
-    phrases = tuple(text[tokens[a].start:tokens[b].end] for a, b in unread)
-    return PeriodReading(_joined(found, text), phrases, _without(text, spans))
+    return reads
 
 
 _OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
@@ -44,7 +60,7 @@ _OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
 
 def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, int]]:
     """The unread cues as token spans, each from the operator before it when there is one within
-    four words ("aus dem lezten Quartal", "from three moons ago"), else from the period words right
+    four words ("aus dem vorvorigen Quartal", "from three moons ago"), else from the period words right
     before it ("the last few months"): the whole phrase is reported and cut."""
     spans: list[tuple[int, int]] = []
     for j in range(len(tokens)):

@@ -21,10 +21,11 @@ class Token:
     end: int
     before: str  # the characters between the previous token and this one ("" = glued)
     after: str  # the characters up to the next token
+    version: bool = False  # a year that is a product's version ("Windows 2000"): no number of a date
 
     @property
     def number(self) -> int | None:
-        return int(self.text) if self.text.isdigit() else None
+        return int(self.text) if self.text.isdigit() and not self.version else None
 
 
 def tokenize(text: str) -> list[Token]:
@@ -60,7 +61,7 @@ def standalone_number(tokens: list[Token], i: int) -> int | None:
 def _year_pair(tokens: list[Token], i: int) -> bool:
     """ "2020-2022", "2020–2022": two years joined by a dash are a range, not a version."""
     def year(j: int) -> bool:
-        return 0 <= j < len(tokens) and len(tokens[j].text) == 4 and tokens[j].text.isdigit() \
+        return 0 <= j < len(tokens) and len(tokens[j].text) == 4 and tokens[j].number is not None \
             and 1900 <= int(tokens[j].text) <= 2099
     if not year(i):
         return False

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from infra.budgets import BudgetLimits
 from infra.corpus import ArticleRecord, read_corpus
 from infra.db.api_keys import IssuedKey, create_key
 from infra.db.pool import create_pool
@@ -81,12 +82,13 @@ class ApiServer:
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=30)
 
 
-def issue_key(settings: Settings, name: str = "test", *, admin: bool = False) -> IssuedKey:
+def issue_key(settings: Settings, name: str = "test", *, admin: bool = False,
+              budgets: BudgetLimits | None = None) -> IssuedKey:
     async def go() -> IssuedKey:
         pool = await create_pool(settings.database_url, min_size=1, max_size=1)
         try:
             async with pool.acquire() as conn:
-                return await create_key(conn, f"{name}-{secrets.token_hex(3)}", is_admin=admin)
+                return await create_key(conn, f"{name}-{secrets.token_hex(3)}", is_admin=admin, budgets=budgets)
         finally:
             await pool.close()
 
@@ -132,6 +134,15 @@ def wait_for_job(client: httpx.Client, job_id: str, *, timeout: float = 60.0,
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} still {doc['status']} after {timeout}s: {doc}")
         time.sleep(0.1)
+
+
+def submit_and_succeed(client: httpx.Client, **body: Any) -> dict[str, Any]:
+    """POST /v1/questions with `body`, wait for the job; it must succeed. Returns its document."""
+    response = client.post("/v1/questions", json=body)
+    assert response.status_code == 202, response.text
+    doc = wait_for_job(client, response.json()["id"])
+    assert doc["status"] == "succeeded", doc
+    return doc
 
 
 def wait_until(predicate: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:

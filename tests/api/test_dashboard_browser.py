@@ -269,3 +269,122 @@ def _screenshot(tools: DevTools, path: Path, width: int) -> None:
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
     assert path.stat().st_size > 20_000
+
+
+def _jobs_view(tools: DevTools) -> dict[str, Any]:
+    state: dict[str, Any] | None = tools.evaluate("""(() => {
+        const view = document.getElementById('jobs-view');
+        if (!view) return null;
+        const detail = document.getElementById('job-detail');
+        return {
+            loads: Number(view.dataset.loads), query: view.dataset.query || '',
+            rows: [...document.querySelectorAll('#job-rows tr')].map(r => [r.dataset.jobId, r.dataset.status]),
+            empty: !document.getElementById('jobs-empty').hidden,
+            error: document.getElementById('jobs-error').hidden ? null : document.getElementById('jobs-error').textContent,
+            detail: detail.hidden ? null : detail.dataset.jobId,
+            timeline: [...document.querySelectorAll('#job-timeline li[data-kind]')].map(li => li.dataset.kind),
+            document: document.getElementById('job-document').textContent,
+        };
+    })()""")
+    return state or {}
+
+
+def _jobs_loaded(tools: DevTools, after: int, query_part: str = "") -> dict[str, Any]:
+    return wait_until(lambda: (s := _jobs_view(tools)).get("loads", 0) > after and query_part in s["query"] and s,
+                      timeout=20, what="the jobs view to load")
+
+
+def test_jobs_view_lists_filters_searches_and_opens_a_job(busy_stack: tuple[OpsStack, Work], browser: DevTools) -> None:
+    stack, work = busy_stack
+    admin = stack.client()
+
+    def listed(**params: Any) -> list[list[str]]:
+        page = admin.get("/v1/jobs", params={"apiKeyId": "*", "limit": 20, **params}).json()
+        return [[item["id"], item["status"]] for item in page["items"]]
+
+    _load(browser, f"{stack.api.base_url}/v1/ops/dashboard?refresh=1#key={stack.admin.token}")
+    state = _jobs_loaded(browser, 0)
+    assert state["rows"] == listed() and len(state["rows"]) == 20  # every key's newest jobs, as the API lists them
+
+    browser.evaluate("document.querySelector('[data-job-status=\"failed\"]').click()")
+    state = _jobs_loaded(browser, state["loads"], "status=failed")
+    assert state["rows"] == listed(status="failed") and {s for _, s in state["rows"]} == {"failed"}
+    assert len(state["rows"]) == work.jobs["failed"]
+
+    def search(words: str) -> None:
+        browser.evaluate(f"(() => {{ const i = document.getElementById('job-search'); i.value = {words!r}; "
+                         "i.dispatchEvent(new Event('input')); })()")
+
+    search("nothing-like-this")
+    state = _jobs_loaded(browser, state["loads"], "q=nothing")
+    assert state["rows"] == [] and state["empty"] and state["error"] is None
+    search("figures")
+    state = _jobs_loaded(browser, state["loads"], "q=figures")
+    assert state["rows"] == listed(status="failed", q="figures") != []
+
+    job_id = state["rows"][0][0]
+    browser.evaluate(f"document.querySelector('#job-rows tr[data-job-id=\"{job_id}\"]').click()")
+    opened = wait_until(lambda: (s := _jobs_view(browser)).get("detail") == job_id and s, timeout=20,
+                        what="the job's document and timeline")
+    view = admin.get(f"/v1/admin/jobs/{job_id}").json()
+    assert opened["timeline"] == [e["kind"] for e in view["events"]] and opened["timeline"][0] == "queued"
+    assert opened["timeline"][-1] == "failed"
+    assert json.loads(opened["document"]) == view["job"]
+    _screenshot(browser, ARTIFACTS / "dashboard-jobs.png", VIEWPORT["width"])
+    assert _page_state(browser)["scrollWidth"] <= VIEWPORT["width"]
+
+
+def _usage_view(tools: DevTools) -> dict[str, Any]:
+    state: dict[str, Any] | None = tools.evaluate("""(() => {
+        const view = document.getElementById('usage-view');
+        if (!view) return null;
+        return {
+            loads: Number(view.dataset.loads),
+            cost: document.getElementById('usage-cost').textContent,
+            calls: document.getElementById('usage-calls').textContent,
+            rows: [...document.querySelectorAll('#usage-rows tr')].map(r => [r.dataset.day, r.dataset.key,
+                   r.dataset.model, ...[...r.cells].slice(3).map(c => c.textContent)]),
+            budgets: [...document.querySelectorAll('#budget-rows tr')].map(r => [r.dataset.key, r.dataset.exceeded,
+                      r.cells[1].textContent, r.cells[2].textContent]),
+            error: document.getElementById('usage-error').hidden ? null : document.getElementById('usage-error').textContent,
+        };
+    })()""")
+    return state or {}
+
+
+def test_usage_panel_shows_every_keys_spend_and_budgets(busy_stack: tuple[OpsStack, Work], browser: DevTools) -> None:
+    stack, _ = busy_stack
+    user, admin_id = stack.user.key.id, stack.admin.key.id
+
+    async def seed(conn: Any) -> None:  # spend as the jobs' settled LLM calls leave it (infra/db/budgets.py)
+        await conn.execute(
+            "INSERT INTO key_spend (api_key_id, day, model, calls, input_tokens, output_tokens, cost_usd) "
+            "SELECT k, (now() AT TIME ZONE 'UTC')::date, m, c, i, o, u FROM (VALUES "
+            "($1, 'router-model', 7, 8400, 420, 0.001512), ($1, 'answer-model', 2, 4800, 440, 0.000984), "
+            "($2, 'router-model', 1, 900, 60, 0.000171)) AS v(k, m, c, i, o, u)", user, admin_id)
+        await conn.execute("UPDATE api_keys SET daily_budget_usd = 0.0025 WHERE id = $1", user)
+        await conn.execute(
+            "INSERT INTO key_budget_ledger (api_key_id, month, day, month_usd, day_usd, month_tokens, day_tokens) "
+            "SELECT $1, date_trunc('month', t)::date, t, 0.002496, 0.002496, 14060, 14060 "
+            "FROM (SELECT (now() AT TIME ZONE 'UTC')::date AS t) AS today", user)
+
+    stack.run(seed)
+    with stack.client() as admin:
+        report = admin.get("/v1/usage").json()
+    _load(browser, f"{stack.api.base_url}/v1/ops/dashboard?refresh=1#key={stack.admin.token}")
+    # The page refreshes every second: the panel shows the seeded spend at its next load at the latest.
+    state = wait_until(lambda: (s := _usage_view(browser)).get("cost") == "$0.002667" and s, timeout=20,
+                       what="the usage panel to show the spend")
+    assert state["error"] is None
+    assert state["cost"] == f"${report['totals']['costUsd']:.6f}" == "$0.002667"
+    assert state["calls"] == "10" == str(report["totals"]["calls"])
+    expected = [[d["date"], d["apiKeyId"], d["model"], f"{d['calls']:,}", f"{d['inputTokens']:,}",
+                 f"{d['outputTokens']:,}", f"${d['costUsd']:.6f}"] for d in reversed(report["days"])]
+    assert state["rows"] == expected and len(expected) == 3
+    budgets = {key: (exceeded, day, month) for key, exceeded, day, month in state["budgets"]}
+    assert set(budgets) == {user, admin_id}  # keys with spend or a budget; the idle ones are left out
+    exceeded, day, month = budgets[user]
+    assert exceeded == "false" and day.startswith("$0.002496 of $0.002500 · resets ") and day.endswith("00:00Z")
+    assert month == "$0.002496"  # no monthly limit
+    _screenshot(browser, ARTIFACTS / "dashboard-usage.png", VIEWPORT["width"])
+    assert _page_state(browser)["scrollWidth"] <= VIEWPORT["width"]

@@ -11,7 +11,7 @@ from hypothesis import settings as hypothesis_settings
 from infra.settings import Settings
 from tests.api.support import ApiServer, issue_key, shorten_prefer_wait
 
-JOB_API = r"^/v1/(questions|jobs|webhooks)"
+JOB_API = r"^/v1/(questions|jobs|webhooks|usage)"
 EXAMPLES_PER_OPERATION = 25
 
 
@@ -19,9 +19,9 @@ def test_never_a_server_error(idle_api: ApiServer, settings: Settings) -> None:
     headers = {"Authorization": f"Bearer {issue_key(settings, 'fuzz').token}"}
     schema = schemathesis.openapi.from_url(f"{idle_api.base_url}/openapi.json")
     operations = [result.ok() for result in schema.include(path_regex=JOB_API).get_all_operations()]  # type: ignore[union-attr]
-    # submit, get, cancel, events, pages; webhooks: deliveries, dead letters, delivery, redeliver, recover,
-    # endpoints, enable, secret rotation
-    assert len(operations) == 13
+    # submit, list, retry, get, cancel, events, pages, feedback; webhooks: deliveries, dead letters, delivery,
+    # redeliver, recover, endpoints, enable, secret rotation; the usage report
+    assert len(operations) == 17
 
     for operation in operations:
         if operation.path.endswith("/events"):

@@ -30,7 +30,7 @@ from router.gateway import CallValidator, Rejection
 from router.language import detect_language
 from router.tools import default_registry
 from tests.api.support import ApiServer, index_ruby_articles, issue_key, query, settings_env, stack_settings
-from tests.support.llm_server import ScriptedLLM, Text, ToolCall
+from tests.support.llm_server import ScriptedLLM, ToolCall, answer_from_passage
 from tests.support.services import WorkerGroup
 
 pytestmark = pytest.mark.usefixtures("celery_worker", "shared_corpus")
@@ -118,7 +118,7 @@ def test_tools_are_the_routers_registry_with_read_only_annotations(api: ApiServe
         assert tools[spec.name].input_schema["additionalProperties"] is False
         assert tools[spec.name].description == spec.description
     assert tools["AskTurnout"].input_schema["additionalProperties"] is False
-    assert set(tools["AskTurnout"].input_schema["properties"]) == {"question", "answerLanguage"}
+    assert set(tools["AskTurnout"].input_schema["properties"]) == {"question", "answerLanguage", "previousJobId", "conversationId"}
     for tool in tools.values():
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is True and tool.annotations.open_world_hint is False
@@ -151,17 +151,19 @@ def test_search_runs_the_hosts_call_as_a_job_without_turnouts_llm(
 def test_ask_and_combined_calls_only_the_answer_llm(
     api: ApiServer, key: IssuedKey, llm: ScriptedLLM, indexed: list[str]
 ) -> None:
-    llm.script(Text("Upgrade to the latest patch release [1].", prompt_tokens=800, completion_tokens=30))
+    # An answer the answer check accepts: passage [1]'s first sentence, cited.
+    llm.on_chat(lambda body: answer_from_passage(body, prompt_tokens=800, completion_tokens=30))
     ask = _call(api, key.token, "AskArticles", {"question": "How do I upgrade Ruby safely?", "language": "en"})
     assert ask.is_error is False, _text(ask)
     assert ask.structured_content is not None
     assert ask.structured_content["resultType"] == "AnswerResult"
-    assert ask.structured_content["answer"] == _text(ask) == "Upgrade to the latest patch release [1]."
+    written = answer_from_passage(llm.chat_requests[0]).content
+    assert ask.structured_content["answer"] == _text(ask) == written
     assert ask.structured_content["sources"] and len(llm.chat_requests) == 1  # the RAG answer, no routing
     assert "tools" not in llm.chat_requests[0]
 
     llm.reset()
-    llm.script(Text("Several Ruby versions were released [1].", prompt_tokens=900, completion_tokens=40))
+    llm.on_chat(lambda body: answer_from_passage(body, prompt_tokens=900, completion_tokens=40))
     combined = _call(api, key.token, "SearchAndAskArticles",
                      {"text": "ruby", "language": "en", "question": "What was released?"})
     assert combined.is_error is False, _text(combined)
@@ -178,6 +180,24 @@ def test_ask_turnout_runs_turnouts_own_router(api: ApiServer, key: IssuedKey, ll
     assert result.structured_content is not None
     assert result.structured_content["routedBy"] == "llm" and result.structured_content["tool"] == "SearchArticles"
     assert len(llm.chat_requests) == 1 and llm.chat_requests[0]["tools"]  # Turnout's LLM chose
+
+
+def test_ask_turnout_follow_ups_change_filters_without_the_llm(
+    api: ApiServer, key: IssuedKey, llm: ScriptedLLM, settings: Settings
+) -> None:
+    llm.script(ToolCall("SearchArticles", {"text": "ruby", "language": "en"}))
+    first = _call(api, key.token, "AskTurnout", {"question": "ruby news via the MCP router"})
+    llm.fail_every_call("a filter-only follow-up must not call the LLM")
+    calls = len(llm.requests)
+    follow = _call(api, key.token, "AskTurnout", {"question": "nur auf Deutsch", "previousJobId": _job_id(first)})
+    assert follow.is_error is False, _text(follow)
+    assert follow.structured_content is not None
+    content = follow.structured_content
+    assert (content["routedBy"], content["search"]["language"], content["usage"]["llmCalls"]) == ("followup", "de", 0)
+    assert len(llm.requests) == calls
+    stranger = issue_key(settings, "stranger")
+    refused = _call(api, stranger.token, "AskTurnout", {"question": "page 2", "previousJobId": _job_id(first)})
+    assert refused.is_error is True and "no job" in _text(refused)
 
 
 def test_invalid_call_returns_the_gateways_error_for_the_hosts_model(
@@ -506,7 +526,8 @@ def test_a_job_resent_without_its_message_runs_the_stored_call(
                               question="stored call", user_language="en")
     verdict = validator.validate("AskArticles", calls["rejected"]["arguments"])
     assert isinstance(verdict, Rejection)
-    assert rejected["status"] == "failed" and rejected["error"] == {"code": "tool_rejected", "message": verdict.message}
+    assert rejected["status"] == "failed" and rejected["error"] == {"code": "tool_rejected", "message": verdict.message,
+                                                            "details": None}
     assert ran["status"] == "succeeded" and ran["result"]["routedBy"] == "caller"
     assert ran["result"]["search"]["text"] == "ruby" and ran["result"]["search"]["pageSize"] == 2
     assert llm.chat_requests == []

@@ -16,7 +16,8 @@ def test_page_and_its_assets_are_served(api: ApiServer) -> None:
         csp = page.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "connect-src 'self'" in csp and "default-src 'none'" in csp
         assets = re.findall(r'(?:src|href)="(dashboard/[^"]+)"', page.text)
-        assert sorted(assets) == ["dashboard/charts.js", "dashboard/dashboard.css", "dashboard/dashboard.js"]
+        assert sorted(assets) == ["dashboard/charts.js", "dashboard/dashboard.css", "dashboard/dashboard.js",
+                                  "dashboard/jobs.js", "dashboard/panels.js", "dashboard/usage.js"]
         for asset in assets:
             response = anonymous.get(f"/v1/ops/{asset}")
             assert response.status_code == 200, asset

@@ -43,3 +43,29 @@ def test_rag_retrieval_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNOUT_RAG_VECTOR_WEIGHT", "0")
     with pytest.raises(ValidationError, match="both 0"):
         Settings()
+
+
+def test_key_budgets_empty_is_unlimited_and_a_negative_one_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from decimal import Decimal
+
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("TURNOUT_KEY_DAILY_BUDGET_USD", "")
+    monkeypatch.setenv("TURNOUT_KEY_MONTHLY_BUDGET_USD", "12.5")
+    monkeypatch.setenv("TURNOUT_KEY_MONTHLY_BUDGET_TOKENS", "1000000")
+    s = Settings()
+    assert (s.key_daily_budget_usd, s.key_monthly_budget_usd, s.key_daily_budget_tokens,
+            s.key_monthly_budget_tokens) == (None, Decimal("12.5"), None, 1_000_000)
+    monkeypatch.setenv("TURNOUT_KEY_DAILY_BUDGET_TOKENS", "-5")
+    with pytest.raises(ValidationError, match="key_daily_budget_tokens"):
+        Settings()
+
+
+def test_jobs_per_key_in_flight_is_checked_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert Settings().jobs_per_key_in_flight == 4  # the default: half the router's threads in `turnout up`
+    monkeypatch.setenv("TURNOUT_JOBS_PER_KEY_IN_FLIGHT", "0")  # no cap: the plain FIFO
+    assert Settings().jobs_per_key_in_flight == 0
+    for bad in ("-1", "two", "1.5", "10001"):
+        monkeypatch.setenv("TURNOUT_JOBS_PER_KEY_IN_FLIGHT", bad)
+        with pytest.raises(ValidationError, match="jobs_per_key_in_flight"):
+            Settings()

@@ -28,7 +28,7 @@ def load_stack(test_environment: None, settings: Settings) -> Iterator[Stack]:
 def test_concurrent_clients_lose_nothing(load_stack: Stack) -> None:
     script_search(load_stack.llm)
     token = issue_key(load_stack.settings, "load").token
-    report = run_load(load_stack.api.base_url, token, clients=CLIENTS, seconds=SECONDS)
+    report = run_load(load_stack.api.base_url, [token], clients=CLIENTS, seconds=SECONDS)
     print(json.dumps(report.summary()))  # shown with -s; the numbers are bench/load_bench.py's business
 
     assert report.refused == [] and report.unfinished == []

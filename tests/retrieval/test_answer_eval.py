@@ -13,13 +13,14 @@ import pytest
 
 from infra.corpus import ArticleRecord, read_corpus
 from infra.llm import create_llm_client
+from infra.messages.ask import AskOutcome
 from infra.results import Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore
 from retrieval.answer_eval import render_markdown, run_answer_eval, score_case
 from retrieval.answer_eval_cases import AnswerEvalError, load_answer_cases
-from retrieval.rag import RagContext, RagOutcome
+from retrieval.rag import RagContext
 from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
 from tests.support import services
 from tests.support.llm_server import ScriptedLLM, Text, answer_from_passage
@@ -82,19 +83,25 @@ async def test_eval_answers_runs_every_case_per_model_through_the_real_path(
     assert (asks_back["llmAnswers"], asks_back["extractive"], asks_back["acceptedNonAnswers"]) == (0, 3, 0)
     table = render_markdown(report, title="RAG answers (dev)")
     assert "| good | 3 / 0 | 100.0% | 0 |" in table and "| asks-back | 0 / 3 |" in table
+    assert report["casesPlanned"] == 3 and "time budget" not in table
+    # A spent time budget starts no further case, and the report says how many of the planned ran.
+    cut = await run_answer_eval(contexts[:1], cases, time_budget_s=1e-9)
+    assert (cut["cases"], cut["casesPlanned"], cut["models"][0]["cases"]) == (0, 3, 0)
+    assert "0 cases (the first 0 of 3: the time budget ran out)" in render_markdown(cut, title="RAG answers (dev)")
 
 
 def test_scoring_of_one_answer() -> None:
     case = load_answer_cases(_write(Path("/tmp") / f"one-{id(object())}.jsonl", CASES[:1]))[0]
     sources = [Source(article_id="f6b46697c4422f29", title="Object taint bypassing in DL and Fiddle in Ruby",
                       snippet="Tainted strings can be used by system calls regardless of the $SAFE level.", score=1)]
-    outcome = RagOutcome(ResultStatus.ANSWERED, "Tainted strings reach system calls [1]. Nothing else [2].", "llm",
-                         sources, False, Usage(), "en")
+    outcome = AskOutcome(status=ResultStatus.ANSWERED, answer="Tainted strings reach system calls [1]. Nothing else [2].",
+                         answer_kind="llm", sources=sources, usage=Usage(), answer_language="en")
     result = score_case(case, outcome, first_delta_s=1.0, total_s=2.0)
     assert (result.facts_found, result.facts) == (1, 2)  # "taint" found, "$SAFE" not
     assert (result.citations, result.citations_valid) == (2, 1)  # [2] names no source
     assert result.language_right and not result.non_answer and result.expected_cited
-    asks = RagOutcome(ResultStatus.ANSWERED, "Please provide your question.", "llm", sources, False, Usage(), "en")
+    asks = AskOutcome(status=ResultStatus.ANSWERED, answer="Please provide your question.", answer_kind="llm",
+                      sources=sources, answer_language="en")
     assert score_case(case, asks, None, 1.0).non_answer
 
 

@@ -8,18 +8,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from infra.messages.ask import AskOutcome, AskRequest
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore
 from retrieval.embeddings import LOCAL_MODEL
-from retrieval.rag import (
-    RagContext,
-    RagRequest,
-    answer_question,
-    answer_request,
-    rag_outcome_from_wire,
-    rag_outcome_to_wire,
-)
+from retrieval.rag import RagContext, answer_question, answer_request
 from tests.retrieval.rag_fixtures import (
     DECOY_IDS,
     HIDDEN_ID,
@@ -219,25 +213,25 @@ async def test_nothing_indexed_yet_is_no_results(
 
 def test_wire_round_trip_and_payload_validation() -> None:
     from infra.results import Source, Usage
-    from retrieval.rag import RagOutcome
-
-    outcome = RagOutcome(
+    outcome = AskOutcome(
         status=ResultStatus.ANSWERED, answer="a", answer_kind="llm",
         sources=[Source(article_id="x", title="t", snippet="s", score=0.5, language="de", chunk=2)],
         coverage_limited=True, usage=Usage(llm_calls=1, input_tokens=3, output_tokens=4, total_tokens=7),
         answer_language="ru",
     )
-    wire = rag_outcome_to_wire(outcome)
+    wire = outcome.wire()
     assert wire["answerKind"] == "llm" and wire["coverageLimited"] is True
     assert wire["sources"][0]["articleId"] == "x"
-    assert rag_outcome_from_wire(wire) == outcome
-    request = RagRequest.model_validate({"question": "q", "language": None, "answerLanguage": "ru", "scope": ["a"],
+    assert AskOutcome.model_validate(wire) == outcome
+    # A reply from before the model (rag_outcome_to_wire) had the same keys; a short one parses too.
+    assert AskOutcome.model_validate({"status": "no_results", "answerLanguage": "en"}).sources == []
+    request = AskRequest.model_validate({"question": "q", "language": None, "answerLanguage": "ru", "scope": ["a"],
                                          "scopeTruncated": True, "deadlineS": 12.5})
     assert request.scope == ["a"] and request.scope_truncated and request.deadline_s == 12.5
     with pytest.raises(ValueError):
-        RagRequest.model_validate({"question": "q", "answerLanguage": "fr"})
+        AskRequest.model_validate({"question": "q", "answerLanguage": "fr"})
     with pytest.raises(ValueError):
-        RagRequest.model_validate({"question": "q", "answerLanguage": "en", "tools": ["x"]})
+        AskRequest.model_validate({"question": "q", "answerLanguage": "en", "tools": ["x"]})
 
 
 async def test_missing_index_is_a_clear_failed_outcome_not_a_crash(
@@ -250,7 +244,7 @@ async def test_missing_index_is_a_clear_failed_outcome_not_a_crash(
     await load(rag_db)
     run = await index(ctx)
     edge.drop_collection(run.collection)  # e.g. the data directory was wiped
-    outcome = await answer_request(ctx, RagRequest(question="bread", answer_language="en"))
+    outcome = await answer_request(ctx, AskRequest(question="bread", answer_language="en"))
     assert outcome.status is ResultStatus.FAILED
     assert outcome.message == "the article index is unavailable; try again later"
     assert llm.chat_requests == []

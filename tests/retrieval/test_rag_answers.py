@@ -88,6 +88,16 @@ async def test_sources_are_one_entry_per_article_and_every_citation_resolves(
     assert "[2] Keeping a sourdough starter alive" not in material
 
 
+async def test_the_answer_length_cap_is_the_setting(ctx: RagContext, llm: ScriptedLLM) -> None:
+    """TURNOUT_RAG_ANSWER_MAX_TOKENS bounds what the model may write (the whole answer's time)."""
+    capped = RagContext(settings=ctx.settings.model_copy(update={"rag_answer_max_tokens": 77}), pool=ctx.pool,
+                        store=ctx.store, embedders=ctx.embedders, llm=ctx.llm, reranker=ctx.reranker)
+    llm.script(Text("Feed the starter every day with rye flour and water [1]."))
+    outcome = await answer_question(capped, question=QUESTION, language="en", answer_language="en", scope=None)
+    assert outcome.answer_kind == "llm"
+    assert llm.chat_requests[-1]["max_tokens"] == 77
+
+
 async def test_a_non_answer_is_asked_again_strictly_then_replaced_by_the_extractive_answer(
     ctx: RagContext, llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
 ) -> None:

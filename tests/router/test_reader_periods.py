@@ -32,3 +32,18 @@ def test_every_generated_phrasing_is_read_exactly(lang: str) -> None:
 def test_every_anchor_class_is_in_the_matrix_for_every_language(generate: object) -> None:
     for lang in ("en", "ru", "de"):
         assert list(generate(lang)), (generate, lang)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("question", [
+    "Ruby releases up to and including 2012", "Ruby posts until including 2012", "Ruby-Beiträge bis einschließlich 2012",
+    "Ruby-Beiträge bis inklusive 2012",
+])
+def test_an_inclusive_end_is_an_open_end_through_that_period(question: str) -> None:
+    """ "up to and including 2012": every date to the end of 2012, and no leftover words in the topic."""
+    from datetime import date
+
+    from router.question_reading import read_question
+
+    reading = read_question(question, date(2026, 3, 4))
+    assert (reading.filters["dateFrom"], reading.filters["dateTo"]) == (None, "2012-12-31")
+    assert not {"including", "einschließlich", "inklusive", "and"} & set((reading.keywords() or "").lower().split())

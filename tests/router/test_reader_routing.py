@@ -20,7 +20,7 @@ from tests.support.llm_server import ScriptedLLM, ToolCall
 
 NewJob = Callable[[str], Awaitable[str]]
 pytestmark = pytest.mark.usefixtures("shared_corpus")
-UNREAD = "could not read the period 'aus dem lezten Quartal'; searched all dates"
+UNREAD = "could not read the period 'aus dem vorvorigen Quartal'; searched all dates"
 
 
 async def test_a_period_after_today_is_an_honest_empty_result(
@@ -55,7 +55,7 @@ async def test_a_model_that_sends_the_future_dates_is_not_argued_with(
 async def test_an_unread_period_is_named_audited_and_not_searched_as_words(
     llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, new_job: NewJob
 ) -> None:
-    question = "Zeig mir Artikel über RubyGems aus dem lezten Quartal"
+    question = "Zeig mir Artikel über RubyGems aus dem vorvorigen Quartal"
     job = await new_job(question)
     result = await route_question(make_deps(settings, db, None, llm=False),
                                   RouteRequest(question=question, job_id=job, today=TODAY))
@@ -73,7 +73,7 @@ async def test_a_models_topic_loses_the_unread_period_words_too(
 ) -> None:
     llm.script(ToolCall("SearchArticles", {"text": "RubyGems Quartal"}))
     result = await route_question(make_deps(settings, db, None),
-                                  RouteRequest(question="Zeig mir Artikel über RubyGems aus dem lezten Quartal",
+                                  RouteRequest(question="Zeig mir Artikel über RubyGems aus dem vorvorigen Quartal",
                                                today=TODAY))
     assert result.search is not None and result.search.text == "RubyGems" and UNREAD in result.search.adjustments
 

@@ -14,7 +14,7 @@ from tests.router.conftest import TODAY, make_deps
 from tests.support.llm_server import ScriptedLLM, Text, json_decision
 
 pytestmark = pytest.mark.usefixtures("shared_corpus")
-QUESTION = "Zeig mir Artikel über RubyGems aus dem lezten Quartal"  # "lezten": a typo the grammar does not read
+QUESTION = "Zeig mir Artikel über RubyGems aus dem vorvorigen Quartal"  # "vorvorigen": a word the grammar does not read
 
 
 async def test_the_model_is_asked_for_just_the_period_and_code_computes_it(
@@ -27,7 +27,7 @@ async def test_the_model_is_asked_for_just_the_period_and_code_computes_it(
     result = await route_question(deps, RouteRequest(question=QUESTION, job_id=job, today=TODAY))
     first = llm.chat_requests[0]
     assert first["response_format"]["json_schema"]["name"] == "period" and first["max_tokens"] <= 40
-    assert "aus dem lezten Quartal" in first["messages"][-1]["content"]
+    assert "aus dem vorvorigen Quartal" in first["messages"][-1]["content"]
     assert result.search is not None  # today 2026-09-15: the previous quarter is Q2 2026
     assert (str(result.search.date_from), str(result.search.date_to)) == ("2026-04-01", "2026-06-30")
     assert not any("could not read" in a for a in result.search.adjustments)
@@ -47,7 +47,7 @@ async def test_an_unusable_answer_leaves_all_dates_and_says_so(
     deps = make_deps(settings, db, None, mode=LLMMode.JSON_SCHEMA, filters=LLMFilters.CODE)
     result = await route_question(deps, RouteRequest(question=QUESTION, today=TODAY))
     assert result.search is not None and result.search.date_from is None and result.search.date_to is None
-    assert "could not read the period 'aus dem lezten Quartal'; searched all dates" in result.search.adjustments
+    assert "could not read the period 'aus dem vorvorigen Quartal'; searched all dates" in result.search.adjustments
     assert result.search.text == "RubyGems"
 
 

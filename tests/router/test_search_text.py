@@ -13,7 +13,7 @@ import pytest
 from infra.settings import LLMMode, Settings
 from infra.status import ResultStatus
 from router.code_filters import fill_filters
-from router.fallback import read_question
+from router.question_reading import read_question
 from router.service import RouteRequest, route_question
 from router.tools import SEARCH
 from tests.retrieval.test_search import corpus, full_text

@@ -19,10 +19,10 @@ from infra.db.audit import list_audit_events
 from infra.settings import LLMFilters, LLMMode, Settings
 from infra.status import ResultStatus
 from router.code_filters import fill_filters
-from router.fallback import read_question
 from router.gateway import CallValidator, Rejection
 from router.hooks import RunHooks
 from router.prompt import JSON_RETRY_HINT, small_model_prompt, topic_prompt
+from router.question_reading import read_question
 from router.ratelimit import LLMRateLimiter
 from router.readiness import ReadinessProbe
 from router.service import RouteRequest, RoutingDecision, decide_question, route_question
@@ -356,3 +356,18 @@ async def test_a_list_the_question_also_wants_explained_goes_to_the_combined_too
     assert decided.arguments["question"].startswith("Найди статьи про OCSP и объясни")
     listed = await _decide(llm, settings, db, "Найди статьи про OCSP", {"tool": SEARCH, "arguments": {"text": "OCSP"}})
     assert listed.tool == SEARCH
+
+
+async def test_where_the_question_has_a_clear_form_its_tool_is_what_the_form_says(
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool
+) -> None:
+    # A request for a list is a search, however a small model reads it (it adds an answer).
+    listed = await _decide(llm, settings, db, "Could you pull up the Ruby posts from March 2025?",
+                           {"tool": SEARCH_AND_ASK, "arguments": {"text": "Ruby"}})
+    assert listed.tool == SEARCH and listed.arguments["dateFrom"] == "2025-03-01"
+    # A question is answered, not listed.
+    asked = await _decide(llm, settings, db, "whats new in Ruby 3.4", {"tool": SEARCH, "arguments": {"text": "Ruby 3.4"}})
+    assert asked.tool == "AskArticles" and asked.arguments["question"] == "whats new in Ruby 3.4"
+    # No form to read (a bare topic): the model's tool stands.
+    bare = await _decide(llm, settings, db, "YJIT Ruby 3.4", {"tool": "AskArticles"})
+    assert bare.tool == "AskArticles"

@@ -89,7 +89,7 @@ class Garbage:
 
 Reply = ToolCall | ToolCalls | Text | HttpError | Garbage
 Step = Reply | Delay
-Handler = Callable[[dict[str, Any]], Step]
+Handler = Callable[[dict[str, Any]], Step | None]  # None: not scripted (a 500 saying so)
 
 
 def json_decision(tool: str, arguments: dict[str, Any], **kw: Any) -> Text:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,14 +30,17 @@ class Stack:
 
 
 @contextmanager
-def open_stack(base: Settings, name: str, *, vector: bool, router_threads: int = 8) -> Iterator[Stack]:
+def open_stack(base: Settings, name: str, *, vector: bool, router_threads: int = 8,
+               overrides: Mapping[str, int | float | str] | None = None) -> Iterator[Stack]:
     """A stack of its own: database, Redis prefix, scripted LLM, worker processes and the API.
-    LLM and submission rate limits are lifted (these tests measure other limits)."""
+    LLM and submission rate limits are lifted (these tests measure other limits). `overrides`:
+    plain settings (e.g. `jobs_per_key_in_flight`) for the API and, as TURNOUT_ variables, the workers."""
     llm = ScriptedLLM().start()
     data_dir = tempfile.mkdtemp(prefix=f"turnout-{name}-")  # the vector worker's own Qdrant Edge
     env = {"TURNOUT_LLM_BASE_URL": llm.base_url, "TURNOUT_DATA_DIR": data_dir,
            "TURNOUT_LIMIT_LLM_REQUESTS_PER_MINUTE": "1000000", "TURNOUT_LIMIT_LLM_TOKENS_PER_MINUTE": "1000000000",
-           "TURNOUT_LIMIT_SUBMISSIONS_PER_MINUTE": "1000000"}
+           "TURNOUT_LIMIT_SUBMISSIONS_PER_MINUTE": "1000000",
+           **{f"TURNOUT_{setting.upper()}": str(value) for setting, value in (overrides or {}).items()}}
     workers: list[services.WorkerProcess] = []
     api: ApiServer | None = None
     try:
@@ -46,6 +49,7 @@ def open_stack(base: Settings, name: str, *, vector: bool, router_threads: int =
                 base, database_url=dsn, redis_prefix=f"{base.redis_prefix}{name}:", llm_base_url=llm.base_url,
                 data_dir=Path(data_dir), limits__submissions_per_minute=1_000_000,
                 limits__llm_requests_per_minute=1_000_000, limits__llm_tokens_per_minute=1_000_000_000,
+                **(overrides or {}),
             )
             try:
                 # The front worker first: it answers the readiness ping the others wait for.

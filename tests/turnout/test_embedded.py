@@ -164,6 +164,47 @@ def data_dir() -> Iterator[Path]:
 
 
 @pytest.mark.slow
+def _assert_first_banner_and_data_dir(banner: str, base: str, key: str, data_dir: Path) -> None:
+    assert "DEGRADED MODE" in banner  # no LLM configured
+    assert "sample articles imported now" in banner
+    assert f"{base}/v1/questions" in banner and f"Bearer {key}" in banner
+    key_file = data_dir / "admin-key"
+    assert key_file.read_text().strip() == key
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    for sub in ("postgres", "redis", "logs"):
+        assert (data_dir / sub).is_dir()
+
+
+def _submit_and_wait_for_success(base: str, auth: dict[str, str]) -> str:
+    """Real HTTP with the printed key, through the API, Postgres, Redis and the front worker."""
+    assert httpx.get(f"{base}/openapi.json", timeout=10).status_code == 200
+    question = {"question": "Find articles about Kubernetes"}
+    assert httpx.post(f"{base}/v1/questions", json=question, timeout=10).status_code == 401
+    submitted = httpx.post(f"{base}/v1/questions", json=question, headers=auth, timeout=10)
+    assert submitted.status_code == 202, submitted.text
+    job_id: str = submitted.json()["id"]
+    job: dict[str, Any] = {}
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        job = httpx.get(f"{base}/v1/jobs/{job_id}", headers=auth, timeout=10).json()
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.5)
+    assert job["status"] == "succeeded", job
+    assert job["result"]["articles"]["totalItems"] > 0, job["result"]
+    return job_id
+
+
+def _assert_cli_reaches_the_stack(env_file: Path) -> None:
+    """`source <data_dir>/env` points the CLI at the running stack and puts `turnout` on PATH."""
+    venv_bin = str(Path(sys.executable).parent)
+    bare_path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    cli = subprocess.run(["bash", "-c", f"source {env_file} && turnout keys list && turnout status"],
+                         env={**_clean_env(), "PATH": bare_path, "COLUMNS": "200"}, capture_output=True,
+                         text=True, timeout=60, cwd=services.REPO_ROOT)
+    assert cli.returncode == 0 and "local admin (turnout up)" in cli.stdout, cli.stderr
+
+
 def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp_path: Path) -> None:
     private_tmp = tmp_path / "private-tmp"
     private_tmp.mkdir()
@@ -179,45 +220,14 @@ def test_up_runs_the_stack_stops_cleanly_and_reuses_its_data(data_dir: Path, tmp
     try:
         banner = first.wait_ready()
         key = _field(banner, r"local key\s+(\S+)")
-        dsn = _field(banner, r"psql '([^']+)'")
-        assert "DEGRADED MODE" in banner  # no LLM configured
-        assert "sample articles imported now" in banner
-        assert f"{base}/v1/questions" in banner and f"Bearer {key}" in banner
-        key_file = data_dir / "admin-key"
-        assert key_file.read_text().strip() == key
-        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
-        for sub in ("postgres", "redis", "logs"):
-            assert (data_dir / sub).is_dir()
-
-        # Real HTTP with the printed key, through the API, Postgres, Redis and the front worker.
-        assert httpx.get(f"{base}/openapi.json", timeout=10).status_code == 200
+        _assert_first_banner_and_data_dir(banner, base, key, data_dir)
         auth = {"Authorization": f"Bearer {key}"}
-        question = {"question": "Find articles about Kubernetes"}
-        assert httpx.post(f"{base}/v1/questions", json=question, timeout=10).status_code == 401
-        submitted = httpx.post(f"{base}/v1/questions", json=question, headers=auth, timeout=10)
-        assert submitted.status_code == 202, submitted.text
-        job_id = submitted.json()["id"]
-        job: dict[str, Any] = {}
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            job = httpx.get(f"{base}/v1/jobs/{job_id}", headers=auth, timeout=10).json()
-            if job["status"] in ("succeeded", "failed", "cancelled"):
-                break
-            time.sleep(0.5)
-        assert job["status"] == "succeeded", job
-        assert job["result"]["articles"]["totalItems"] > 0, job["result"]
+        job_id = _submit_and_wait_for_success(base, auth)
 
-        before = asyncio.run(_snapshot(dsn))
+        before = asyncio.run(_snapshot(_field(banner, r"psql '([^']+)'")))
         assert before["localizations"] >= 90 and before["api_keys"] == 1
-
         env_file = data_dir / "env"
-        # `source <data_dir>/env` points the CLI at the running stack and puts `turnout` on PATH.
-        venv_bin = str(Path(sys.executable).parent)
-        bare_path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
-        cli = subprocess.run(["bash", "-c", f"source {env_file} && turnout keys list && turnout status"],
-                             env={**_clean_env(), "PATH": bare_path, "COLUMNS": "200"}, capture_output=True,
-                             text=True, timeout=60, cwd=services.REPO_ROOT)
-        assert cli.returncode == 0 and "local admin (turnout up)" in cli.stdout, cli.stderr
+        _assert_cli_reaches_the_stack(env_file)
 
         # A second `up` on the same data directory is refused while this one runs.
         clash = subprocess.run([sys.executable, "-m", "turnout", "up", "--data-dir", str(data_dir), "--port",

@@ -109,11 +109,12 @@ def _wait_for(check: Any, timeout_s: float, what: str) -> Any:
 
 
 @pytest.mark.slow
-def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, tmp_path: Path) -> None:
+def _start_up_with_stand_in(
+    data_dir: Path, tmp_path: Path, requests_log: Path, stderr_path: Path, port: int
+) -> tuple[subprocess.Popen[str], UpProcess]:
+    """`turnout up --local-llm` with the scripted stand-in for llama-server (no build, no weights)."""
     model = tmp_path / "stand-in.gguf"
     model.write_bytes(b"GGUF stand-in")
-    requests_log = tmp_path / "requests.jsonl"
-    port = _free_port()
     env = {
         **_clean_env(),
         "TURNOUT_LOCAL_LLM_SERVER_COMMAND": f"{sys.executable} -m tests.support.fake_llama_server",
@@ -122,12 +123,32 @@ def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, 
         "FAKE_LLAMA_LOG": str(requests_log),
     }
     argv = [sys.executable, "-m", "turnout", "up", "--local-llm", "--data-dir", str(data_dir), "--port", str(port)]
-    stderr_path = tmp_path / "up.stderr"
     err = stderr_path.open("a", encoding="utf-8")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=services.REPO_ROOT)
     err.close()
     up = UpProcess(proc, stderr_path)
     threading.Thread(target=up._read, daemon=True).start()
+    return proc, up
+
+
+def _ask_and_wait(base: str, auth: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    submitted = httpx.post(f"{base}/v1/questions", json={"question": "Find articles about Kubernetes"},
+                           headers=auth, timeout=10)
+    assert submitted.status_code == 202, submitted.text
+    job_id: str = submitted.json()["id"]
+
+    def finished() -> dict[str, Any] | None:
+        doc: dict[str, Any] = httpx.get(f"{base}/v1/jobs/{job_id}", headers=auth, timeout=10).json()
+        return doc if doc["status"] in ("succeeded", "failed") else None
+
+    return job_id, _wait_for(finished, 90, "the job")
+
+
+def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, tmp_path: Path) -> None:
+    requests_log = tmp_path / "requests.jsonl"
+    stderr_path = tmp_path / "up.stderr"
+    port = _free_port()
+    proc, up = _start_up_with_stand_in(data_dir, tmp_path, requests_log, stderr_path, port)
     try:
         banner = up.wait_ready()
         assert "LOCAL llama-server" in banner
@@ -138,17 +159,7 @@ def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, 
 
         key = _field(banner, r"local key\s+(\S+)")
         dsn = _field(banner, r"psql '([^']+)'")
-        base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
-        submitted = httpx.post(f"{base}/v1/questions", json={"question": "Find articles about Kubernetes"},
-                               headers=auth, timeout=10)
-        assert submitted.status_code == 202, submitted.text
-        job_id = submitted.json()["id"]
-
-        def finished() -> dict[str, Any] | None:
-            doc: dict[str, Any] = httpx.get(f"{base}/v1/jobs/{job_id}", headers=auth, timeout=10).json()
-            return doc if doc["status"] in ("succeeded", "failed") else None
-
-        doc = _wait_for(finished, 90, "the job")
+        job_id, doc = _ask_and_wait(f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"})
         assert doc["status"] == "succeeded" and doc["result"]["routedBy"] == "llm", doc["result"]["routedReason"]
         assert doc["result"]["articles"]["totalItems"] > 0
         rounds = [r for r in asyncio.run(_audit(dsn, job_id)) if r["kind"] == "llm_round"]

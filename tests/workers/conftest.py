@@ -4,12 +4,33 @@ and tests/router (a real job row per question); the vectors of the queue executo
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
 
+import asyncpg
 import pytest
 
+from infra.db.pool import create_pool
 from infra.settings import Settings
+from tests.api.support import throwaway_database
 from tests.infra.conftest import fresh_dsn, pool  # noqa: F401 (fixtures)
 from tests.router.conftest import TODAY, new_job  # noqa: F401 (fixtures)
+
+
+@pytest.fixture(scope="module")
+def module_dsn(request: pytest.FixtureRequest, test_environment: None) -> Iterator[str]:
+    """A migrated database of this test module's own (no other stack's sweeper sees its jobs)."""
+    with throwaway_database(request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")) as dsn:
+        yield dsn
+
+
+@pytest.fixture
+async def module_pool(module_dsn: str) -> AsyncIterator[asyncpg.Pool]:
+    """A small pool on `module_dsn`, per test."""
+    p = await create_pool(module_dsn, min_size=1, max_size=6)
+    try:
+        yield p
+    finally:
+        await p.close()
 
 
 @pytest.fixture(scope="session")

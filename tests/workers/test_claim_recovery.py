@@ -135,7 +135,7 @@ async def test_a_claim_that_cannot_reach_postgresql_sends_the_message_back(setti
     """PostgreSQL out of reach at the claim (nothing listens on the port), also after retries:
     `ClaimUnreachable`, on which `run_job` re-sends its message instead of letting it be acked."""
     from workers import _runtime
-    from workers.tasks import router as runner
+    from workers.tasks import jobs as runner
 
     down = stack_settings(settings, database_url="postgresql://postgres@127.0.0.1:1/turnout")
     rt = _runtime.Runtime(settings=down, loop=asyncio.get_running_loop())

@@ -1,4 +1,4 @@
-"""The job runner's outcomes (workers/tasks/router.py `execute_job`), in-process against a
+"""The job runner's outcomes (workers/tasks/jobs.py `execute_job`), in-process against a
 database of its own: the routing step is replaced by a stand-in that fails in each way a real
 one can, so every branch of the runner is exercised with real SQL and a real lease."""
 
@@ -24,7 +24,7 @@ from router.errors import RoutingFailed
 from router.hooks import RunHooks
 from tests.api.support import stack_settings, throwaway_database
 from workers import _runtime
-from workers.tasks import router as runner
+from workers.tasks import jobs as runner
 
 Route = Callable[..., Awaitable[QuestionResult]]
 
@@ -52,7 +52,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     """Messages the runner sends (instead of the broker), as (kind, argument)."""
     calls: list[tuple[str, Any]] = []
 
-    def send_run_job(app: Any, s: Any, job_id: str, countdown: float | None = None) -> bool:
+    def send_run_job(app: Any, s: Any, job_id: str, countdown: float | None = None, priority: Any = None) -> bool:
         calls.append(("run_job", (job_id, countdown)))
         return True
 
@@ -114,8 +114,8 @@ async def test_success_stores_result_events_cached_page_and_webhook(
     job_id = await _job(pool)
     assert await runner.execute_job(rt, job_id) == "succeeded"
     job, kinds = await _state(pool, job_id)
-    assert job.status is JobStatus.SUCCEEDED and job.result == _search_result().wire()
-    assert job.usage == {"llmCalls": 1, "inputTokens": 10, "outputTokens": 2, "totalTokens": 12}
+    assert job.status is JobStatus.SUCCEEDED and job.result == _search_result()
+    assert job.usage == {"llmCalls": 1, "inputTokens": 10, "outputTokens": 2, "totalTokens": 12, "costUsd": 0.0}
     assert kinds == ["queued", "running", "routing", "tool_started", "succeeded"]
     cached = await get_page(await rt.redis(), rt.settings, _search_result().search, 1)  # type: ignore[arg-type]
     assert cached == _search_result().articles
@@ -221,7 +221,8 @@ async def test_the_lease_is_renewed_while_routing(
     assert job.attempts == 1 and "requeued" not in kinds
 
 
-SUBMITTED = {"question": "ruby news", "answerLanguage": "en", "pageSize": 5}  # as the API sends it
+# A message as the API sent it before `JobMessage` (one in the queue over a deploy): it still routes.
+SUBMITTED = {"question": "ruby news", "answerLanguage": "en", "pageSize": 5}
 
 
 async def test_with_the_question_in_the_message_routing_writes_and_runs_tools_only_once_claimed(
@@ -244,7 +245,7 @@ async def test_with_the_question_in_the_message_routing_writes_and_runs_tools_on
     assert await runner.execute_job(rt, job_id, SUBMITTED) == "succeeded"
     assert seen == ["running"]  # claimed before the tool ran
     job, kinds = await _state(pool, job_id)
-    assert job.status is JobStatus.SUCCEEDED and job.result == _search_result().wire()
+    assert job.status is JobStatus.SUCCEEDED and job.result == _search_result()
     assert kinds == ["queued", "running", "routing", "tool_started", "succeeded"]  # the claim's event first
 
 
@@ -275,3 +276,31 @@ async def test_a_message_for_a_job_that_is_not_queued_stops_its_early_routing_an
     async with pool.acquire() as conn:
         assert await list_audit_events(conn, job_id) == []
     assert sent == []
+
+
+async def test_a_follow_up_sent_again_without_its_message_reads_its_previous_turn_from_the_row(
+    rt: _runtime.Runtime, monkeypatch: pytest.MonkeyPatch, sent: list[tuple[str, Any]]
+) -> None:
+    seen: list[Any] = []
+    previous_result = _search_result().model_copy(update={"tool": "SearchArticles"})
+
+    async def route(deps: Any, req: Any, **_: Any) -> QuestionResult:
+        seen.append(req.previous)
+        return previous_result
+
+    _route(monkeypatch, route)
+    pool = await rt.pool()
+    first = await _job(pool, webhook=None)
+    assert await runner.execute_job(rt, first) == "succeeded"
+    async with pool.acquire() as conn:
+        key_id = (await jobs_db.get_job(conn, first)).api_key_id  # type: ignore[union-attr]
+        followup, _ = await jobs_db.create_job(
+            conn, api_key_id=key_id or "", question="nur auf Deutsch", answer_language=None, page_size=None,
+            webhook_url=None, idempotency_key=None, request_hash="h2", lease_s=60, previous_job_id=first,
+            conversation_id=first,
+        )
+    assert await runner.execute_job(rt, followup.id) == "succeeded"  # no `submitted`: as the sweeper sends it
+    assert seen[0] is None
+    turn = seen[1]
+    assert (turn.job_id, turn.question, turn.tool) == (first, "ruby news", "SearchArticles")
+    assert turn.arguments == {k: v for k, v in previous_result.search.wire().items() if k != "adjustments"}  # type: ignore[union-attr]

@@ -5,7 +5,6 @@ stack touches these deliberately stale jobs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
 import pytest
@@ -15,27 +14,18 @@ from infra.db import webhooks as webhooks_db
 from infra.db.api_keys import create_key
 from infra.db.audit import AuditEvent, list_audit_events
 from infra.db.journal import Narration
-from infra.db.pool import create_pool
-from infra.status import JobStatus
-from tests.api.support import throwaway_database
+from infra.results import QuestionResult
+from infra.status import JobStatus, ResultStatus, ResultType
 from workers.journal import Journal
 
 LEASE_S = 60.0
-
-
-@pytest.fixture(scope="module")
-def state_dsn(test_environment: None) -> Iterator[str]:
-    with throwaway_database("jobstate") as dsn:
-        yield dsn
+_RESULT = QuestionResult(result_type=ResultType.ANSWER, status=ResultStatus.ANSWERED, answer="one")
+_SECOND = QuestionResult(result_type=ResultType.ANSWER, status=ResultStatus.ANSWERED, answer="two")
 
 
 @pytest.fixture
-async def pool(state_dsn: str) -> AsyncIterator[asyncpg.Pool]:
-    p = await create_pool(state_dsn, min_size=1, max_size=4)
-    try:
-        yield p
-    finally:
-        await p.close()
+def pool(module_pool: asyncpg.Pool) -> asyncpg.Pool:
+    return module_pool  # the module's own database (tests/workers/conftest.py)
 
 
 async def _new_job(conn: asyncpg.Connection, *, webhook: str | None = "https://hooks.example.com/x",
@@ -65,7 +55,7 @@ async def test_a_duplicate_message_is_a_no_op(pool: asyncpg.Pool) -> None:
         assert claimed is not None and claimed.status is JobStatus.RUNNING and claimed.attempts == 1
         assert await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S) is None  # second delivery of the message
         finished = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED,
-                                            result={"ok": 1}, error=None, usage={"llmCalls": 1})
+                                            result=_RESULT, error=None, usage={"llmCalls": 1})
         assert finished is not None and finished.delivery_id is not None
         assert finished.job == await jobs_db.get_job(conn, job.id)  # as stored, the result not read back
         assert await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S) is None  # already final
@@ -73,7 +63,7 @@ async def test_a_duplicate_message_is_a_no_op(pool: asyncpg.Pool) -> None:
                                          error={"code": "x", "message": "y"}, usage={})
         assert again is None
         row = await jobs_db.get_job(conn, job.id)
-        assert row is not None and row.status is JobStatus.SUCCEEDED and row.result == {"ok": 1}
+        assert row is not None and row.status is JobStatus.SUCCEEDED and row.result == _RESULT
         assert await _kinds(conn, job.id) == ["queued", "running", "succeeded"]
         assert await conn.fetchval("SELECT count(*) FROM webhook_deliveries WHERE job_id = $1", job.id) == 1
 
@@ -90,12 +80,12 @@ async def test_a_lost_worker_is_fenced_off_after_the_sweep(pool: asyncpg.Pool) -
         assert second is not None and second.attempts == 2
         # The first runner wakes up: it can neither renew nor finish.
         assert not await jobs_db.renew_lease(conn, job.id, attempt=1, lease_s=LEASE_S)
-        assert await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result={"run": 1},
+        assert await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result=_RESULT,
                                         error=None, usage={}) is None
         assert await jobs_db.renew_lease(conn, job.id, attempt=2, lease_s=LEASE_S)
-        done = await jobs_db.finish_job(conn, job.id, attempt=2, status=JobStatus.SUCCEEDED, result={"run": 2},
+        done = await jobs_db.finish_job(conn, job.id, attempt=2, status=JobStatus.SUCCEEDED, result=_SECOND,
                                         error=None, usage={})
-        assert done is not None and done.job.result == {"run": 2}
+        assert done is not None and done.job.result == _SECOND
         assert await _kinds(conn, job.id) == ["queued", "running", "requeued", "running", "succeeded"]
         assert await conn.fetchval("SELECT count(*) FROM webhook_deliveries WHERE job_id = $1", job.id) == 1
 
@@ -116,14 +106,14 @@ async def test_the_final_statement_writes_the_rest_of_the_journal_before_the_fin
     async with pool.acquire() as conn:
         narration = await rest_of(job.id, "mine")
         assert len(narration.rows) == 3 and await _kinds(conn, job.id) == ["queued", "running"]
-        done = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result={"ok": 1},
+        done = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result=_RESULT,
                                         error=None, usage={}, narration=narration)
         assert done is not None and done.delivery_id is not None
         assert await _kinds(conn, job.id) == ["queued", "running", "tool_started", "tool_finished", "succeeded"]
         assert [(a.kind, a.outcome) for a in await list_audit_events(conn, job.id)] == [("tool_execution", "mine")]
 
         # A runner that lost its job leaves its narration, not a final state.
-        stale = await jobs_db.finish_job(conn, lost.id, attempt=7, status=JobStatus.SUCCEEDED, result={"ok": 2},
+        stale = await jobs_db.finish_job(conn, lost.id, attempt=7, status=JobStatus.SUCCEEDED, result=_SECOND,
                                          error=None, usage={}, narration=await rest_of(lost.id, "stale"))
         assert stale is None
         assert await _kinds(conn, lost.id) == ["queued", "running", "tool_started", "tool_finished"]
@@ -227,7 +217,7 @@ async def test_a_delivery_attempt_is_claimed_once(pool: asyncpg.Pool) -> None:
     async with pool.acquire() as conn:
         job = await _new_job(conn)
         await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S)
-        finished = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result={},
+        finished = await jobs_db.finish_job(conn, job.id, attempt=1, status=JobStatus.SUCCEEDED, result=_RESULT,
                                             error=None, usage={})
         assert finished is not None and finished.delivery_id is not None
         delivery_id = finished.delivery_id

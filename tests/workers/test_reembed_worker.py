@@ -71,18 +71,41 @@ async def _wait(pool: asyncpg.Pool, run_id: str, until: Any, within_s: float) ->
         await asyncio.sleep(0.05)
 
 
+async def _vector_stack(
+    rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path, prefix: str
+) -> tuple[Settings, dict[str, str], Celery, list[Any]]:
+    """Settings, worker environment and Celery app of a vector-worker drill, with 48 generated articles loaded."""
+    stack = rag_settings.model_copy(update={"redis_prefix": rag_settings.redis_prefix + prefix, "data_dir": tmp_path})
+    env = {"TURNOUT_DATABASE_URL": stack.database_url, "TURNOUT_REDIS_PREFIX": stack.redis_prefix,
+           "TURNOUT_DATA_DIR": str(tmp_path)}
+    llm.on_chat(answer_from_passage)  # an answer the answer check accepts
+    extra = generated(48)
+    await load(rag_db, CORPUS + extra)
+    return stack, env, create_celery(stack), extra
+
+
+def _assert_every_chunk_once(tmp_path: Path, collection: str, records: list[Any]) -> int:
+    """With the worker gone this process may open the shard: every visible article's chunks, each once.
+    Returns the number of points in the collection."""
+    store = EdgeVectorStore(tmp_path / "qdrant")
+    try:
+        visible = [r for r in records if r.id != HIDDEN_ID]
+        expected = {r.id: len(chunk_localization(r.title, r.plain_text(), r.summary)) for r in visible}
+        chunks = store.chunks_of(collection, list(expected))
+        assert max(Counter((c.localization_id, c.position) for c in chunks).values()) == 1  # no chunk twice
+        assert Counter(c.localization_id for c in chunks) == Counter(expected)  # nothing missing
+        count = store.count(collection)
+        assert count == sum(expected.values())
+        return count
+    finally:
+        store.close()
+
+
 @pytest.mark.slow
 async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
     rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stack = rag_settings.model_copy(update={"redis_prefix": rag_settings.redis_prefix + "rag-worker:",
-                                            "data_dir": tmp_path})
-    env = {"TURNOUT_DATABASE_URL": stack.database_url, "TURNOUT_REDIS_PREFIX": stack.redis_prefix,
-           "TURNOUT_DATA_DIR": str(tmp_path)}
-    app = create_celery(stack)
-    llm.on_chat(answer_from_passage)  # an answer the answer check accepts
-    extra = generated(48)
-    await load(rag_db, CORPUS + extra)
+    stack, env, app, extra = await _vector_stack(rag_settings, rag_db, llm, tmp_path, "rag-worker:")
 
     worker = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)
     try:
@@ -123,17 +146,8 @@ async def test_killed_vector_worker_resumes_the_run_and_questions_are_answered(
         await asyncio.to_thread(worker.stop)
 
     # The worker is gone: this process may open the shard and count every chunk.
-    store = EdgeVectorStore(tmp_path / "qdrant")
-    try:
-        visible = [r for r in CORPUS + extra if r.id != HIDDEN_ID]
-        expected = {r.id: len(chunk_localization(r.title, r.plain_text(), r.summary)) for r in visible}
-        chunks = store.chunks_of(done.collection, list(expected))
-        per_position = Counter((c.localization_id, c.position) for c in chunks)
-        assert max(per_position.values()) == 1  # no chunk twice
-        assert Counter(c.localization_id for c in chunks) == Counter(expected)  # none missing
-        assert store.count(done.collection) == sum(expected.values()) == done.embedded + done.skipped
-    finally:
-        store.close()
+    total = _assert_every_chunk_once(tmp_path, done.collection, CORPUS + extra)
+    assert total == done.embedded + done.skipped
 
 
 @pytest.mark.slow
@@ -145,14 +159,7 @@ async def test_sigterm_of_the_vector_worker_mid_run_closes_everything_and_the_ru
     shard, and it exits by itself; a new worker resumes the run, which ends with every chunk once."""
     import psutil
 
-    stack = rag_settings.model_copy(update={"redis_prefix": rag_settings.redis_prefix + "rag-sigterm:",
-                                            "data_dir": tmp_path})
-    env = {"TURNOUT_DATABASE_URL": stack.database_url, "TURNOUT_REDIS_PREFIX": stack.redis_prefix,
-           "TURNOUT_DATA_DIR": str(tmp_path)}
-    app = create_celery(stack)
-    llm.on_chat(answer_from_passage)  # an answer the answer check accepts
-    extra = generated(48)
-    await load(rag_db, CORPUS + extra)
+    stack, env, app, extra = await _vector_stack(rag_settings, rag_db, llm, tmp_path, "rag-sigterm:")
 
     worker = WorkerProcess(queues=VECTOR_QUEUES, env=env).start(wait_ready=False)
     try:
@@ -181,12 +188,4 @@ async def test_sigterm_of_the_vector_worker_mid_run_closes_everything_and_the_ru
     finally:
         await asyncio.to_thread(worker.stop)
 
-    store = EdgeVectorStore(tmp_path / "qdrant")  # the shard was released: this process opens it
-    try:
-        visible = [r for r in CORPUS + extra if r.id != HIDDEN_ID]
-        expected = {r.id: len(chunk_localization(r.title, r.plain_text(), r.summary)) for r in visible}
-        chunks = store.chunks_of(done.collection, list(expected))
-        assert max(Counter((c.localization_id, c.position) for c in chunks).values()) == 1  # no chunk twice
-        assert Counter(c.localization_id for c in chunks) == Counter(expected)  # nothing missing
-    finally:
-        store.close()
+    _assert_every_chunk_once(tmp_path, done.collection, CORPUS + extra)  # the shard was released

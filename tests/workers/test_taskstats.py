@@ -1,4 +1,4 @@
-"""Task statistics in Redis (workers/taskstats.py): windows, percentiles, depth, liveness, bounds.
+"""Task statistics in Redis (workers/taskstats/): windows, percentiles, depth, liveness, bounds.
 
 Real Redis under a throwaway key prefix; time is passed explicitly (`at=`, `now=`) so windows
 and expiry are checked without waiting.

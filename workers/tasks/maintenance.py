@@ -6,16 +6,21 @@ import logging
 import os
 import socket
 
+from infra.db import budgets as budgets_db
+from infra.db import fair_shares as fair_db
+from infra.db import job_retry_runs as retry_runs_db
 from infra.db import jobs as jobs_db
 from infra.db import webhooks as webhooks_db
 from infra.settings import Settings
-from infra.status import Queue
+from infra.status import JobPriority, Queue
 from infra.transient import REDIS_FAILED
 from workers import registry
 from workers._runtime import Runtime
 from workers.app import process_app
 from workers.base import run_async, turnout_task
 from workers.dispatch import send_run_job, send_webhook
+from workers.fair_shares import send_turns, take_turns
+from workers.job_retries import send_retry_batch
 from workers.reembed import resume_reembed_runs
 from workers.taskstats import queue_list_keys
 
@@ -30,6 +35,7 @@ def ping() -> dict[str, object]:
 # --- the sweeper: Postgres is the truth, the broker may lose messages -------------------------
 
 SWEEP_TIME_LIMIT_S = 60.0
+RETRY_RUN_IDLE_S = 300.0  # a bulk retry batch (50 retries) takes seconds; this long without progress = lost
 
 
 def dispatch_grace_s(settings: Settings) -> float:
@@ -56,19 +62,33 @@ async def sweep_once(rt: Runtime) -> dict[str, int]:
         # one of them: sending it again would only grow the backlog; its lease still bounds it.
         undispatched = await jobs_db.sweep_undispatched(conn, grace_s=dispatch_grace_s(settings)) \
             if await _router_queue_empty(rt) else []
+        stalled_retry_runs = await retry_runs_db.stalled_runs(conn, idle_s=RETRY_RUN_IDLE_S)
+        # Budget holds of LLM calls that never settled (a worker died mid-call): given back.
+        released_holds = await budgets_db.release_stale(conn)
+        batch = await fair_db.batch_jobs(conn, swept.requeued + undispatched)
+        parked_keys = await fair_db.keys_with_parked(conn) if settings.jobs_per_key_in_flight else []
+    for run_id in stalled_retry_runs:  # a bulk retry run whose batch message was lost
+        send_retry_batch(settings, run_id)
     for job_id in swept.requeued + undispatched:
-        send_run_job(process_app(), settings, job_id)
+        priority = JobPriority.BATCH if job_id in batch else JobPriority.INTERACTIVE
+        send_run_job(process_app(), settings, job_id, priority=priority)
+    # Fair shares: the slots of the jobs given up here, and any a runner that died did not hand on.
+    turns = await take_turns(pool, settings, [*(f.job.api_key_id for f in swept.failed), *parked_keys])
+    send_turns(process_app(), settings, turns)
     deliveries = [f.delivery_id for f in swept.failed if f.delivery_id is not None] + overdue
     for delivery_id in deliveries:
         send_webhook(process_app(), settings, delivery_id)
     # Re-embedding batches whose worker died are re-sent too (vector-worker start-up also resumes).
     reembed = await resume_reembed_runs(pool, settings=settings)
+    if released_holds:
+        log.warning("sweeper: released %d budget hold(s) of LLM calls that never settled", released_holds)
     if swept.requeued or undispatched or swept.failed or overdue or reembed:
         log.warning("sweeper: requeued %d job(s), re-sent %d lost job message(s), failed %d, re-sent %d webhook(s), "
                     "%d re-embedding message(s)",
                     len(swept.requeued), len(undispatched), len(swept.failed), len(overdue), reembed)
     return {"requeued": len(swept.requeued), "resent": len(undispatched), "failed": len(swept.failed),
-            "webhooks": len(deliveries), "reembed": reembed}
+            "webhooks": len(deliveries), "reembed": reembed, "budgetHolds": released_holds,
+            "dispatched": len(turns)}
 
 
 async def _router_queue_empty(rt: Runtime) -> bool:

@@ -12,9 +12,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from infra.messages.ask import AskRequest
 from infra.settings import get_settings
 from infra.validation import first_error
-from retrieval.rag import RagRequest, answer_request, rag_outcome_to_wire
+from retrieval.rag import answer_request
 from workers import registry
 from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
@@ -25,14 +26,14 @@ log = logging.getLogger("turnout.rag")
 
 
 class RagPayloadError(ValueError):
-    """The task payload is not a valid RagRequest (a plain ValueError survives Celery's JSON result)."""
+    """The task payload is not a valid AskRequest (a plain ValueError survives Celery's JSON result)."""
 
 
 @turnout_task(registry.RAG_ANSWER, ignore_result=False, track_started=True)  # see workers/lost_tasks.py
 def answer(payload: dict[str, Any]) -> dict[str, Any]:
-    """{question, language, answerLanguage, scope, scopeTruncated, deadlineS, jobId?} -> RagOutcome wire dict."""
+    """An AskRequest (infra/messages/ask.py) in, its AskOutcome out (both as JSON)."""
     try:
-        request = RagRequest.model_validate(payload)
+        request = AskRequest.model_validate(payload)
     except ValidationError as exc:
         field, first = first_error(exc, "payload")
         raise RagPayloadError(f"invalid rag payload: {field}: {first['msg']}") from None
@@ -46,6 +47,6 @@ def answer(payload: dict[str, Any]) -> dict[str, Any]:
         ctx = await rag_context(rt)
         outcome = await with_db_retries(lambda: answer_request(ctx, request, deadline=deadline), log=log,
                                         pool=ctx.pool)
-        return rag_outcome_to_wire(outcome)
+        return outcome.wire()
 
     return run_async(body, timeout_s=limit)

@@ -1,4 +1,4 @@
-"""Router queue: the job runner `turnout.router.run_job(job_id, submitted=None)`.
+"""The job runner, on the router queue: `turnout.router.run_job(job_id, submitted=None)`.
 
 Idempotent by construction (see infra/db/jobs.py): the runner claims the job (queued ->
 running, attempt n), keeps its lease alive while routing, and writes the outcome only while
@@ -28,6 +28,7 @@ import json
 import logging
 import random
 import threading
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import asyncpg
@@ -35,13 +36,16 @@ import kombu.exceptions
 from celery import Task
 from redis.exceptions import RedisError
 
+from infra.conversation import PreviousTurn
+from infra.db import job_cancel
 from infra.db import jobs as jobs_db
 from infra.db.journal import Narration
 from infra.db.pool import DatabaseUnavailable
+from infra.messages.job import JobMessage
 from infra.pages import put_page
 from infra.results import QuestionResult
 from infra.settings import Settings, get_settings
-from infra.status import JobStatus, Queue
+from infra.status import JobPriority, JobStatus, Queue
 from infra.transient import DEPENDENCY_DOWN
 from router.errors import RoutingFailed
 from router.hooks import RunHooks
@@ -52,8 +56,10 @@ from workers._db_retry import with_db_retries
 from workers._runtime import Runtime
 from workers.app import process_app
 from workers.base import run_async, turnout_task
+from workers.cancel import CancelRequested, CancelWatch, UsageSoFar
 from workers.deps import router_deps
 from workers.dispatch import send_run_job, send_webhook
+from workers.fair_shares import after_ended
 from workers.journal import Journal
 from workers.lifecycle import WorkerContext
 
@@ -68,7 +74,7 @@ DEADLINE_GRACE_S = 15.0  # route_question enforces the job deadline; this is onl
 # with its final state (no statement of their own); a slower job's progress is that late at most.
 JOURNAL_LINGER_S = 0.1
 
-Outcome = Literal["skipped", "succeeded", "failed", "released", "lost"]
+Outcome = Literal["skipped", "succeeded", "failed", "cancelled", "released", "lost"]
 
 def _limit(settings: Settings) -> float:
     return settings.limits.job_deadline_s + DEADLINE_GRACE_S + 30
@@ -150,11 +156,13 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
     # Resolved by the claim: True lets the journal write and tools run, False drops both.
     claimed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     journal = Journal(pool, after=claimed, linger_s=JOURNAL_LINGER_S)
+    cancel, spent = CancelWatch(pool, job_id), UsageSoFar(settings)
+    run = _Running(journal, claimed, cancel, spent)
     routing = None
     if submitted is not None:
         # A failure to start recurs after the claim, where it fails the job with its reason.
         with contextlib.suppress(Exception):
-            routing = await _start_routing(rt, _submitted_request(job_id, submitted), journal, claimed)
+            routing = await _start_routing(rt, _submitted_request(job_id, submitted), run)
             await asyncio.sleep(0)  # routing sends its first requests (cache, rate limit) before the claim
     try:
         job = await _claim(pool, job_id, settings.job_lease_s)
@@ -169,30 +177,33 @@ async def execute_job(rt: Runtime, job_id: str, submitted: dict[str, Any] | None
     attempt = job.attempts
     try:
         if routing is None:
-            routing = await _start_routing(rt, _job_request(job), journal, claimed)
-        result, narration = await _route_and_record(rt, job, attempt, journal, routing)
+            routing = await _start_routing(rt, await _job_request(pool, job), run)
+        result, narration = await _route_and_record(rt, job, attempt, run, routing)
+    except CancelRequested:
+        return await _finish_cancelled(rt, job_id, attempt, spent)
     except LeaseLost:
         log.warning("job %s: lease lost during attempt %d; another runner owns it", job_id, attempt)
         return "lost"
     except RoutingFailed as exc:
-        return await _finish_failed(rt, job_id, attempt, exc.code, exc.message, exc.usage.wire())
+        return await _finish_failed(rt, job_id, attempt, exc.code, exc.message, exc.usage.wire(), exc.details)
     except TimeoutError:
         message = f"the job ran past its {settings.limits.job_deadline_s:.0f}s deadline"
         return await _finish_failed(rt, job_id, attempt, "limit_deadline", message, {})
     except TRANSIENT_ERRORS as exc:
-        return await _release(rt, job_id, attempt, exc)
+        return await _release(rt, job_id, attempt, exc, spent, job.priority)
     except Exception:
         log.exception("job %s: unexpected error in attempt %d", job_id, attempt)
         return await _finish_failed(
-            rt, job_id, attempt, "internal_error", "the job failed on an internal error (logged); submit it again", {}
+            rt, job_id, attempt, "internal_error", "the job failed on an internal error (logged); submit it again",
+            spent.usage.wire(),
         )
     finished = await _finish(
-        pool, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result.wire(), error=None,
+        pool, job_id, attempt=attempt, status=JobStatus.SUCCEEDED, result=result, error=None,
         usage=result.usage.wire(),
         event_data={"resultType": result.result_type.value, "status": result.status.value},
         narration=narration,
     )
-    return _after_finish(rt, job_id, finished, "succeeded")
+    return await _after_finish(rt, job_id, finished, "succeeded")
 
 
 async def _finish(pool: asyncpg.Pool, job_id: str, **final: Any) -> jobs_db.Finished | None:
@@ -221,34 +232,53 @@ async def _claim(pool: asyncpg.Pool, job_id: str, lease_s: float) -> jobs_db.Job
 
 
 def _submitted_request(job_id: str, submitted: dict[str, Any]) -> RouteRequest:
+    """The message's question (a `JobMessage`; one from before a deploy parses too)."""
+    message = JobMessage.model_validate(submitted)
     return RouteRequest(
-        question=submitted["question"], answer_language=submitted.get("answerLanguage"),
-        page_size=submitted.get("pageSize"), job_id=job_id, tool_call=submitted.get("toolCall"),
-        client_language=submitted.get("language"),
+        question=message.question, answer_language=message.answer_language, page_size=message.page_size,
+        job_id=job_id, tool_call=message.tool_call.wire() if message.tool_call is not None else None,
+        client_language=message.language, previous=message.previous,
     )
 
 
-def _job_request(job: jobs_db.JobRow) -> RouteRequest:
+async def _job_request(pool: asyncpg.Pool, job: jobs_db.JobRow) -> RouteRequest:
+    previous = None
+    if job.previous_job_id is not None:  # a follow-up sent again without its message: its turn from the row
+        async with pool.acquire() as conn:
+            row = await jobs_db.get_job(conn, job.previous_job_id)
+        previous = PreviousTurn.from_job(row) if row is not None else None
     return RouteRequest(
         question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id,
-        tool_call=job.tool_call, client_language=job.language,
+        tool_call=job.tool_call, client_language=job.language, previous=previous,
     )
 
 
-async def _start_routing(
-    rt: Runtime, request: RouteRequest, journal: Journal, claimed: asyncio.Future[bool]
-) -> asyncio.Future[QuestionResult]:
-    """route_question as a task, bounded by the job's deadline; it runs no tool before `claimed`."""
+@dataclass(frozen=True)
+class _Running:
+    """One run's companions: its journal, its claim, its cancel watch and the usage it reported."""
+
+    journal: Journal
+    claimed: asyncio.Future[bool]
+    cancel: CancelWatch
+    spent: UsageSoFar
+
+
+async def _start_routing(rt: Runtime, request: RouteRequest, run: _Running) -> asyncio.Future[QuestionResult]:
+    """route_question as a task, bounded by the job's deadline; it runs no tool before the claim,
+    nor once a cancel was seen."""
     deps = await router_deps(rt)
     job_id = request.job_id or ""
+    journal, claimed = run.journal, run.claimed
 
     async def on_event(kind: str, data: dict[str, Any]) -> None:
         # Progress is informative: a row that cannot be written is logged, never fails the job.
+        run.spent.observe(kind, data)
         journal.event(job_id, kind, _json_safe(data))
 
     async def before_tool() -> None:
         if not await asyncio.shield(claimed):
             raise NotClaimed(job_id)
+        run.cancel.raise_if_requested()
 
     async def bounded() -> QuestionResult:
         async with asyncio.timeout(rt.settings.limits.job_deadline_s + DEADLINE_GRACE_S):
@@ -270,14 +300,15 @@ async def _abandon(
 
 
 async def _route_and_record(
-    rt: Runtime, job: jobs_db.JobRow, attempt: int, journal: Journal, routing: asyncio.Future[QuestionResult]
+    rt: Runtime, job: jobs_db.JobRow, attempt: int, run: _Running, routing: asyncio.Future[QuestionResult]
 ) -> tuple[QuestionResult, Narration]:
     """Route, then wait for the journal: its rows and cache writes must precede the job's final
     state. The rows not yet written come back, for the final statement to write. An audit row that
     could not be written fails the job like the step that wrote it would have; a cache write that
     failed is only logged."""
+    journal = run.journal
     try:
-        result = await _hold_lease_while(rt, job.id, attempt, routing)
+        result = await _hold_lease_while(rt, job.id, attempt, routing, run.cancel)
     except BaseException:
         try:
             await journal.flush()
@@ -291,24 +322,28 @@ async def _route_and_record(
 
 
 async def _hold_lease_while(
-    rt: Runtime, job_id: str, attempt: int, routing: asyncio.Future[QuestionResult]
+    rt: Runtime, job_id: str, attempt: int, routing: asyncio.Future[QuestionResult], cancel: CancelWatch
 ) -> QuestionResult:
-    """Wait for `routing` with the lease renewed meanwhile; LeaseLost when renewal is refused."""
+    """Wait for `routing` with the lease renewed meanwhile; LeaseLost when renewal is refused,
+    CancelRequested (the routing stopped where it was) when a client cancelled the job."""
     heartbeat = asyncio.ensure_future(_keep_lease(rt, job_id, attempt))
+    watch = asyncio.ensure_future(cancel.watch())
     try:
-        either: set[asyncio.Future[Any]] = {routing, heartbeat}
+        either: set[asyncio.Future[Any]] = {routing, heartbeat, watch}
         done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if routing in done:
             return routing.result()
         routing.cancel()
         await asyncio.gather(routing, return_exceptions=True)
+        if watch in done:
+            raise CancelRequested(job_id)
         heartbeat.result()  # raises LeaseLost
         raise LeaseLost(job_id)
     finally:
-        for task in (routing, heartbeat):
+        for task in (routing, heartbeat, watch):
             if not task.done():
                 task.cancel()
-        await asyncio.gather(routing, heartbeat, return_exceptions=True)
+        await asyncio.gather(routing, heartbeat, watch, return_exceptions=True)
 
 
 async def _keep_lease(rt: Runtime, job_id: str, attempt: int) -> None:
@@ -336,16 +371,44 @@ async def _cache_first_page(rt: Runtime, result: QuestionResult) -> None:
 
 
 async def _finish_failed(
-    rt: Runtime, job_id: str, attempt: int, code: str, message: str, usage: dict[str, Any]
+    rt: Runtime, job_id: str, attempt: int, code: str, message: str, usage: dict[str, Any],
+    details: dict[str, Any] | None = None,
 ) -> Outcome:
     pool = await rt.pool()
-    error = {"code": code, "message": message}
+    # A failure after a cancel was requested is the cancel's doing (a streamed answer stopped by it
+    # fails its tool before the watch's next poll): the job ends cancelled, as its client asked.
+    cancelled = await _cancel_if_requested(pool, job_id, attempt, usage)
+    if cancelled is not None:
+        return await _after_finish(rt, job_id, cancelled, "cancelled")
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:  # e.g. budget_exceeded: the period, its limit and when it resets
+        error["details"] = details
     finished = await _finish(pool, job_id, attempt=attempt, status=JobStatus.FAILED, result=None, error=error,
                              usage=usage)
-    return _after_finish(rt, job_id, finished, "failed")
+    return await _after_finish(rt, job_id, finished, "failed")
 
 
-async def _release(rt: Runtime, job_id: str, attempt: int, exc: BaseException) -> Outcome:
+async def _finish_cancelled(rt: Runtime, job_id: str, attempt: int, spent: UsageSoFar) -> Outcome:
+    """The job ends `cancelled` with what it had used (its journal's rows were flushed before)."""
+    finished = await _cancel_if_requested(await rt.pool(), job_id, attempt, spent.usage.wire())
+    return await _after_finish(rt, job_id, finished, "cancelled")
+
+
+async def _cancel_if_requested(
+    pool: asyncpg.Pool, job_id: str, attempt: int, usage: dict[str, Any]
+) -> jobs_db.Finished | None:
+    """running -> cancelled when a cancel was requested (None otherwise, or when the job was lost)."""
+
+    async def cancel() -> jobs_db.Finished | None:
+        async with pool.acquire() as conn:
+            return await job_cancel.cancel_running(conn, job_id, attempt=attempt, usage=usage)
+
+    return await with_db_retries(cancel, log=log, pool=pool)
+
+
+async def _release(
+    rt: Runtime, job_id: str, attempt: int, exc: BaseException, spent: UsageSoFar, job_priority: JobPriority
+) -> Outcome:
     settings = rt.settings
     reason = f"{type(exc).__name__}: {exc}"
     if attempt >= settings.job_max_attempts:
@@ -361,16 +424,20 @@ async def _release(rt: Runtime, job_id: str, attempt: int, exc: BaseException) -
             conn, job_id, attempt=attempt, retry_in_s=pause + settings.job_lease_s, reason=reason, message_in_s=pause
         )
     if released:
-        send_run_job(process_app(), settings, job_id, countdown=pause)
-    return "released" if released else "lost"
+        send_run_job(process_app(), settings, job_id, countdown=pause, priority=job_priority)
+        return "released"
+    # Not requeued: another runner owns it, or a cancel was requested (then it ends here, not retried).
+    return await _finish_cancelled(rt, job_id, attempt, spent)
 
 
-def _after_finish(rt: Runtime, job_id: str, finished: jobs_db.Finished | None, outcome: Outcome) -> Outcome:
+async def _after_finish(rt: Runtime, job_id: str, finished: jobs_db.Finished | None, outcome: Outcome) -> Outcome:
+    """The webhook is sent, and the job's slot goes to its key's next parked job (fair shares)."""
     if finished is None:
         log.warning("job %s: finished, but another runner owns it now; result discarded", job_id)
         return "lost"
     if finished.delivery_id is not None:
         send_webhook(process_app(), rt.settings, finished.delivery_id)
+    await after_ended(await rt.pool(), process_app(), rt.settings, [finished.job])
     return outcome
 
 

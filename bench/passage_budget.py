@@ -1,0 +1,88 @@
+"""Key facts the answer model can read at a passage budget: the prompt's recall ceiling.
+
+For each case of an answer eval set (dev by default: tune on dev only), the production path up to
+the prompt — search (combined cases), hybrid retrieval, visible sources, ``select_passages`` — at
+each budget of ``--budgets``; a key fact counts when any of its forms occurs in the selected
+passages (case-insensitive), as `turnout eval-answers` scores answers. No LLM: this is the most a
+model could recall from that prompt, and the estimated prompt tokens it costs.
+
+Run against an installation with the corpus indexed (stop the Edge vector worker first):
+``.venv/bin/python -m bench.passage_budget [--split dev] [--budgets 300,450,700]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import dataclass, field
+from datetime import date
+
+from infra.settings import get_settings
+from retrieval.answer_eval_cases import load_answer_cases, resolve_set
+from retrieval.chunking import estimate_tokens
+
+
+@dataclass
+class BudgetTotals:
+    found: int = 0
+    facts: int = 0
+    tokens: list[int] = field(default_factory=list)
+
+
+async def measure(split: str, budgets: list[int]) -> dict[int, BudgetTotals]:
+    from infra.db.pool import create_pool
+    from infra.db.rag_sources import visible_sources
+    from infra.vectors import open_vector_store
+    from retrieval.answer_prompt import select_passages
+    from retrieval.embeddings import EmbedderRegistry
+    from retrieval.hybrid import RetrievalConfig, retrieve
+    from retrieval.rag import RagContext, resolve_read_version
+    from retrieval.search import normalize_search, search_articles
+
+    settings = get_settings()
+    pool = await create_pool(settings.database_url, min_size=1, max_size=2)
+    ctx = RagContext(settings=settings, pool=pool, store=open_vector_store(settings),
+                     embedders=EmbedderRegistry(settings), llm=None, reranker=None)
+    version = await resolve_read_version(ctx)
+    assert version is not None, "no collection version serves reads: run `turnout reembed` first"
+    totals = {b: BudgetTotals() for b in budgets}
+    for case in load_answer_cases(resolve_set(split), split=split):
+        if not case.key_facts:
+            continue
+        scope = None
+        if case.tool == "SearchAndAskArticles":
+            query = normalize_search(case.search or {}, limits=settings.limits, today=date.fromisoformat(case.today))
+            scope = [item.id for item in (await search_articles(pool, query)).items]
+        retrieved = await retrieve(pool, ctx.store, ctx.embedders, version, case.question, language=case.language,
+                                   scope=scope, config=RetrievalConfig.from_settings(settings))
+        sources = await visible_sources(pool, [h.chunk.localization_id for h in retrieved.hits])
+        hits = [h for h in retrieved.hits if h.chunk.localization_id in sources]
+        for budget in budgets:
+            selection = select_passages(hits, sources, budget, case.question) if hits else None
+            text = " ".join(selection.texts).lower() if selection else ""
+            found = sum(any(form.lower() in text for form in fact) for fact in case.key_facts)
+            totals[budget].found += found
+            totals[budget].facts += len(case.key_facts)
+            totals[budget].tokens.append(estimate_tokens(text))
+    await pool.close()
+    return totals
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--budgets", default="300,450,700")
+    args = parser.parse_args()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    totals = asyncio.run(measure(args.split, budgets))
+    print("| budget (tokens) | key facts in the passages | passage tokens p50 |")
+    print("| ---: | ---: | ---: |")
+    for budget, t in totals.items():
+        tokens = sorted(t.tokens)
+        print(f"| {budget} | {t.found}/{t.facts} ({t.found / max(t.facts, 1):.1%}) | "
+              f"{tokens[(len(tokens) - 1) // 2] if tokens else 0} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

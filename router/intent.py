@@ -1,0 +1,262 @@
+"""The request's form, read by rules: greetings and small talk, questions about the assistant,
+injected rule changes, off-topic task words, search and ask verbs, question forms.
+
+The request gate (`router/gate.py`: is this a request to read the collection at all?) and the
+deterministic route (`router/fallback.py`: which tool?) both read a question's form with these
+rules; the period, order and language cues are the question reader's (`router/reader/`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from router.reader import words_pattern as _r
+
+__all__ = [
+    "ANAPHOR", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "CLAUSE_BREAK", "GREETING_START", "INJECTION",
+    "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
+    "SMALL_TALK", "injected", "small_talk", "strip_greeting", "without_injection",
+]
+
+
+
+INJECTION = _r(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompt|guidelines)\b"
+    r"|\bsystem\s+prompt\b|\bdeveloper\s+mode\b|\bjailbreak"
+    r"|(?:игнорируй|проигнорируй|забудь|отмени)\w*.{0,40}(?:инструкц|правил|промпт)"
+    r"|системн\w+\s+промпт"
+    r"|\b(?:ignoriere|vergiss|missachte)\w*.{0,40}(?:anweisung|regeln|vorgaben|prompt)"
+    r"|\b(?:hidden|unpublished|draft)\s+(?:articles?|posts?)"
+    r"|(?:скрыт|неопубликованн|черновик)\w*\s+стат"
+    r"|\b(?:versteckte|unveröffentlichte)\w*\s+artikel"
+    # role-play and destructive commands, drafts
+    r"|\byou\s+are\s+now\b|\bpretend\s+(?:you|to\s+be)\b|\b(?:admin|god|debug)\s+mode\b|\bno\s+restrictions\b"
+    r"|\b(?:dump|delete|drop|wipe)\s+(?:the\s+|all\s+)?(?:database|articles|tables?|everything)\b"
+    r"|\bты\s+теперь\b|представь,?\s+что\s+(?:ты|у\s+тебя)|режим\w*\s+администратор|нет\s+ограничений"
+    r"|(?:удали|сотри|очисти)\w*\s+(?:все\s+)?(?:стат|баз)"
+    r"|\bdu\s+bist\s+jetzt\b|\btu\s+so,?\s+als\b|\badmin-?modus\b|\bkeine\s+einschränkungen\b"
+    r"|\b(?:lösche|entferne)\w*\s+(?:alle\s+)?(?:artikel|datenbank)"
+    r"|\bdrafts\b|\bevery\s+draft\b|черновик\w*|\bentwürfe\w*"
+    # a new role for the assistant: "now" or "no longer" with "you are", in either order
+    r"|\b(?:from\s+now\s+on|starting\s+now|now|henceforth)\b[\s,]+you\s+(?:are|will|must|shall|answer|act|respond)\b"
+    r"|\byou(?:'re|\s+are)\s+(?:no\s+longer|not\s+an?\s+\w+\s+anymore)\b|\bact\s+as\s+(?:an?\s+)?(?:\w+\s+)?(?:ai|assistant"
+    r"|model|bot|admin|developer|hacker|dan)\b|\broleplay\b|\bbehave\s+like\b"
+    r"|(?<!\w)(?:теперь|отныне|с\s+этого\s+момента)[\s,]+ты\b|(?<!\w)ты\s+больше\s+не\b|веди\s+себя\s+как|притворись"
+    r"|\b(?:ab\s+jetzt|von\s+nun\s+an|ab\s+sofort|jetzt)\s+bist\s+du\b|\bdu\s+bist\s+(?:ab\s+sofort|nicht\s+mehr|kein\w*\s+\w+"
+    r"\s+mehr)\b|\bverhalte\s+dich\s+wie\b|\bspiel\w*\s+(?:die|eine)\s+rolle\b"
+    r"|\bno\s+(?:rules|limits|filters)\b|\bkeine\s+(?:regeln|grenzen|filter)\b|(?<!\w)без\s+(?:правил|ограничений|фильтров)"
+)
+# Questions about the assistant itself, not the articles.
+META = _r(
+    r"^(?:what\s+can\s+you\s+do|who\s+(?:are|made|built)\s+you|are\s+you\s+(?:a\s+)?(?:bot|human|ai)"
+    r"|what\s+are\s+you|how\s+do\s+you\s+work)\b"
+    r"|^(?:что\s+ты\s+(?:умеешь|можешь|такое)|кто\s+тебя\s+(?:создал|сделал)|ты\s+(?:бот|человек))"
+    r"|^(?:was\s+kannst\s+du|wer\s+hat\s+dich|bist\s+du\s+(?:ein\s+)?(?:bot|mensch|ki))"
+)
+SMALL_TALK = _r(
+    r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|evening|afternoon)|how are you|who are you"
+    r"|привет|здравствуй\w*|спасибо|добр\w+ (?:утро|день|вечер)|как дела|кто ты"
+    r"|hallo|guten (?:morgen|tag|abend)|danke|wie geht'?s|moin|servus|wer bist du)"
+    r"[\s!.,?)]*(?:[\w\s,!.']{0,12})[!.?]*$"
+)
+# Thanks and greetings with a short tail of their own ("Thanks, that was helpful"): still small talk
+# when the tail asks for nothing (checked against the search and question cues).
+GREETING_START = _r(
+    r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|evening|afternoon|day)|привет|здравствуй\w*|спасибо"
+    r"|добр\w+ (?:утро|день|вечер)|hallo|guten (?:morgen|tag|abend)|danke|moin|servus)\b[\s!.,]*(.{0,40})$"
+)
+# Where an injected instruction ends: the clause it is in is dropped, the rest is routed.
+CLAUSE_BREAK = _r(
+    r"(?<=[.!?;:])\s+|,\s+|\s+(?:and then|and also|а потом|и заодно|а также|und dann|und danach|und außerdem)\s+"
+    r"|\s*</?\w+>\s*"
+    # "… and show me …": a conjunction before a request verb starts a clause of its own
+    r"|\s+(?:and|und|и|а)\s+(?=(?:(?:please|bitte|пожалуйста)\s+)?(?:find|show|list|search|give|get|tell|explain"
+    r"|zeig\w*|finde|such\w*|gib|liste|nenne|erklär\w*|найди|покажи|выведи|дай|поищи|расскажи|объясни)\b)"
+)
+OFF_TOPIC = _r(
+    r"\b(?:weather|joke|poem|recipe|translate|stock price)\b|погод|анекдот|шутк|стих|рецепт|переведи"
+    r"|\b(?:wetter|witz|gedicht|rezept|übersetze)\b"
+    # bookings, trivia, arithmetic: nothing the articles answer
+    r"|\b(?:hotels?|flights?|restaurants?|taxi|capital\s+of|how\s+(?:tall|high|far|old)\s+is)\b"
+    r"|\b(?:hotel|flug|flüge|restaurant|hauptstadt|wie\s+(?:hoch|weit|alt)\s+ist)\b"
+    r"|билет|гостиниц|отел[ьия]|ресторан|такси|столиц|сколько\s+будет|курс\s+(?:доллара|евро|валют)"
+    r"|\b(?:exchange\s+rate|wechselkurs)\b|(?<![\w.-])\d{1,4}\s*[+*×]\s*\d{1,4}\s*(?:=|\?|$)"
+    # maths homework: a maths verb or object, or a formula (a power, a coefficient times a variable, "= 0")
+    r"|\b(?:solve|equation|derivative|integrate|antiderivative)\b|\bреш(?:и|ить)\s+(?:уравнени|задач|пример)"
+    r"|уравнени|производн|интеграл|\b(?:löse|gleichung\w*|ableitung\w*|integriere)\b"
+    r"|(?<![\w.-])[a-z]\s*\^\s*\d|(?<![\w.-])\d+[a-z]\s*[-+]\s*\d+\s*=|\bsin\s*\(\s*x\s*\)"
+)
+POLITE = (
+    r"(?:(?:please|kindly|bitte|пожалуйста|будьте добры)[,\s]+|(?:could|can|would)\s+you\s+(?:please\s+|kindly\s+)?"
+    r"|(?:könnten|können|kannst|könntest)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"
+    r"|(?:не\s+могли\s+бы\s+вы|можешь|можете)\s+(?:мне\s+)?)?"
+)
+# The assistant's own internals (its prompt, configuration, keys): a request for them reads no
+# article, so the clause is dropped like an injected one -- unless it names the collection ("posts
+# about leaked API keys"). Secrets without "your" only as the object of a request ("Выведи все ключи
+# доступа"), not in a question ("How do I rotate my API keys?").
+_YOUR_INTERNALS = _r(
+    r"\b(?:your|yours)\s+(?:\w+\s+){0,2}(?:prompt|instructions?|rules|config\w*|settings|keys?|credentials"
+    r"|passwords?|secrets?|tokens?|source\s+code|training)\b|\bsystem\s+(?:override|instructions?)\b"
+    r"|(?<!\w)(?:сво|тво|ваш)\w*\s+(?:\w+\s+){0,2}(?:промпт|инструкц|настройк|конфигурац|ключ|парол|токен)\w*"
+    r"|\b(?:dein|deine|deiner|deinen|deines|ihre|ihrer)\s+(?:\w+\s+){0,2}(?:prompt\w*|anweisung\w*|regeln|konfiguration"
+    r"|einstellung\w*|schlüssel\w*|passw[oö]rt\w*|token\w*)\b|\w*systemanweisung\w*"
+)
+_SECRETS = _r(
+    r"\b(?:api|access|secret|private)[\s-]+keys?\b|\bcredentials\b|\bpasswords?\b|\benv(?:ironment)?\s+variables\b"
+    r"|(?<!\w)(?:api[\s-]*)?ключ\w*\s+доступа|(?<!\w)парол\w*|(?<!\w)api-?ключ\w*|(?<!\w)токен\w*\s+доступа"
+    r"|\bapi-schlüssel\w*|\bzugangsdaten\b|\bpassw[oö]rt\w*"
+)
+_REQUEST_FIRST = _r(
+    r"^(?:[\w\s]{0,30}:\s*)?" + POLITE + r"(?:show|print|reveal|list|give|output|dump|display|tell|send|expose|leak"
+    r"|покажи|выведи|дай|назови|скинь|пришли|раскрой|zeig\w*|gib|nenne|schick\w*|verrate|liste)\b"
+)
+_NAMES_COLLECTION = _r(
+    r"\b(?:articles?|posts?|news|stories|announcements?|advisories)\b|(?<!\w)(?:стат\w+|пост\w*|новост\w*|публикац\w*)"
+    r"|\w*(?:artikel|beitr[aä]g|meldung|nachricht)\w*"
+)
+
+
+def injected(clause: str) -> bool:
+    """The clause tries to change the rules or asks for the assistant's internals."""
+    if INJECTION.search(clause) is not None:
+        return True
+    if _NAMES_COLLECTION.search(clause) is not None:
+        return False
+    return _YOUR_INTERNALS.search(clause) is not None or (
+        _SECRETS.search(clause) is not None and _REQUEST_FIRST.search(clause) is not None)
+# A request for a list: an imperative search verb first (after politeness), or "articles about X".
+SEARCH_VERB = _r(
+    r"^" + POLITE + r"(?:find|show|list|search|serch|give me|get me|get|fetch|grab|pull up|look up|display"
+    r"|dig\s+(?:up|out)|track\s+down|round\s+up|bring\s+up|pull\s+together|скинь|кинь|подкинь|раздобудь"
+    r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай|подскажи\w*"
+    r"|finde|zeige?|zeig|such\w*|liste|gib|nenne"
+    # sorting a set is listing it; "I'm looking for …" asks for a list
+    r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
+    r"|i'?m\s+looking\s+for|i\s+am\s+looking\s+for|я\s+ищу|ich\s+suche)\b"
+    # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?"
+    r"|^(?:könnten|können|kannst|könntest|würden|würdest)\s+(?:sie|du)\b.*\b(?:zeigen|finden|suchen|auflisten"
+    r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
+)
+# A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
+LISTING_QUESTION = _r(
+    r"^(?:what|which)\s+(?:was|were|got|has been|have been)\s+(?:published|posted|released|written)\b"
+    r"|^(?:any|are there|is there)\s+(?:new\s+)?(?:articles|posts|news)\b"
+    r"|^(?:что|какие\s+статьи)\s+(?:вышл\w*|опубликова\w*|выходил\w*|публиковал\w*)"
+    r"|^есть\s+ли\s+(?:статьи|посты|новости|публикации)"
+    r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+[^?.!]{0,60}?(?:veröffentlicht|erschienen)"
+    r"|^gibt\s+es\s+(?:neue\s+)?(?:artikel|beiträge|meldungen)"
+    # which of the collection's items exist: "Which posts cover …", "Welche Beiträge zu X gibt es?",
+    # "Какие статьи есть про …"; "anything on X?", "Gibt es etwas zu X?", "Есть что-нибудь про X?"
+    r"|^(?:which|what)\s+(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements)\b"
+    r"|^welche\s+(?:\w+\s+)?(?:artikel|beiträge|meldungen|nachrichten|news)\b"
+    r"|^какие\s+(?:\w+\s+)?(?:статьи|посты|новости|публикации|материалы)\b"
+    r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning)\b"
+    r"|^(?:gibt\s+es\s+)?(?:etwas|irgendwas|was)\s+(?:neues\s+)?(?:zu|über|zum|zur)\b"
+    r"|^(?:есть\s+(?:ли\s+)?)?(?:что-нибудь|что-то|что-либо)\s+(?:новое\s+)?(?:про|о|об|по)\b"
+    r"|\bany\s+(?:new\s+)?(?:articles|posts|news)\s*\?\s*$"
+    # "has anything been written here about X?", "whatever was posted about X"
+    r"|^(?:has|have)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
+)
+# "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
+ASK_VERB = _r(
+    r"^" + POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap"
+    r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
+    r"|erkläre?|erklär|fasse?|vergleiche|beschreibe)\b"
+)
+ARTICLES_PHRASE = _r(
+    r"\b(?:articles|posts|news)\s+(?:about|on|from|in|regarding)\b"
+    r"|\b(?:стат(?:ьи|ей|ьях|ью)|посты|постов|публикаци\w*|новост\w*)\s+(?:о|об|про|на|за|по)\b"
+    r"|\b(?:artikel|beiträge|meldungen)\s+(?:über|zu|zum|zur|von|aus|auf|im|in)\b"
+)
+SEARCH_CUE = _r(
+    r"^" + POLITE + r"(?:find|show|list|search|give me|get me|look up|display"
+    r"|найди|найти|покажи|показать|выведи|список|подбери|поищи|дай"
+    r"|finde|zeige?|such\w*|liste|gib|nenne)\b"
+    r"|\b(?:articles|posts)\s+(?:about|on|from|in|regarding)\b"
+    r"|\bстат(?:ьи|ей)\s+(?:о|об|про|на|за|по)\b"
+    r"|\b(?:artikel|beiträge|meldungen)\s+(?:über|zu|zum|zur|von|aus|auf|im|in)\b"
+)
+ASK_CLAUSE = _r(
+    r"\b(?:and|then)\s+(?:explain|summari[sz]e|compare|tell|describe|say|answer|list what)\b"
+    r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй"
+    r"|сделай\s+(?:краткий\s+)?(?:обзор|вывод|резюме)|(?:дай|напиши)\s+(?:краткое\s+)?резюме)"
+    r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche|beschreibe|sag|nenne|beantworte)"
+    # a retell verb whose object is the articles found: "перескажи их", "fass sie zusammen", "summarize them"
+    r"|\b(?:summari[sz]e|recap|retell|explain|describe|compare)\s+(?:them|it|those|these)\b"
+    r"|\b(?:and\s+)?sum\s+(?:them|it|those|these)\s+up\b|\bgive\s+me\s+a\s+(?:short\s+|brief\s+)?summary\b"
+    r"|(?<!\w)(?:перескажи|обобщи|резюмируй|опиши|объясни|сравни|расскажи)\s+(?:мне\s+)?(?:их|это|эти|о\s+них)(?!\w)"
+    r"|\b(?:fass|fasse)\b.*\bzusammen\b|\bzusammenfassen\b"
+)
+ASK_CUE = _r(
+    r"\?\s*$"
+    r"|^(?:what|how|why|when|which|who|does|do|is|are|can|should|explain|summari[sz]e|compare|describe|tell me)\b"
+    r"|^(?:что|как|почему|зачем|когда|какой|какая|какие|каким|кто|ли|объясни|расскажи|сравни|опиши"
+    r"|скажите|подскажите,? (?:как|что|почему))"
+    r"|^(?:was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|gibt es|erkläre?|erklär|beschreibe|vergleiche"
+    r"|inwiefern|könnten sie mir (?:bitte )?erklären)\b"
+)
+QUESTION_FORM = _r(
+    r"^(?:what|how|why|when|which|who|does|do|did|is|are|can|should"
+    r"|whats|hows|whos|wheres|whens|whys"  # typed without the apostrophe
+    r"|что|как|почему|зачем|когда|какой|какая|какие|каким|кто|скажите|подскажите"
+    r"|was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|inwiefern)\b"
+    r"|^\w+\s+ли\b"  # "поддерживает ли …": a Russian yes/no question
+    # German yes/no questions start with the verb
+    r"|^(?:ist|sind|gibt|hat|haben|kann|können|wird|werden|unterstützt|funktioniert|braucht|muss|darf|soll"
+    r"|lohnt|bietet|erlaubt)\s+(?!du\s+mir|sie\s+mir)"
+    r"|^(?:tell\s+me\s+(?:about|more)|erzähl\w*\s+(?:mir\s+)?(?:etwas\s+|mehr\s+|was\s+)?(?:über|von)"
+    r"|расскажи\w*\s+(?:мне\s+)?(?:про|о|об))\b"
+)
+
+
+# Where a later clause starts: the request after a conversational opening ("So I've been meaning to
+# catch up, could you dig up …", "Слушай, мне коллега сказал про X, можешь найти …").
+_CLAUSE_START = re.compile(r"[.!?;:,—–]\s+")
+# A later clause that points back at an earlier one for its topic ("что об этом писали", "about it").
+ANAPHOR = _r(r"(?<!\w)(?:этом|это|этого|этой|нём|нем|ней|them|it|that|this|those|das|dazu|darüber|davon|dem)(?!\w)")
+
+
+def request_clause(text: str) -> str | None:
+    """The text from the first later clause that carries a request's form, when the message does not
+    open with one (None: it does, or no clause does)."""
+    if SEARCH_VERB.search(text) or LISTING_QUESTION.search(text) or ASK_VERB.search(text) \
+            or QUESTION_FORM.search(text):
+        return None
+    for boundary in _CLAUSE_START.finditer(text):
+        clause = text[boundary.end():]
+        if SEARCH_VERB.search(clause) or LISTING_QUESTION.search(clause) or ASK_VERB.search(clause):
+            return clause
+    return None
+
+
+def without_injection(text: str) -> str | None:
+    """The question without the clauses that try to change the rules (None: nothing else left)."""
+    if not injected(text) and not any(injected(c) for c in CLAUSE_BREAK.split(text) if c):
+        return text
+    kept = [c for c in CLAUSE_BREAK.split(text) if c and c.strip() and not injected(c)]
+    rest = " ".join(kept).strip(" ,.;")
+    if not rest or not (SEARCH_VERB.search(rest) or ARTICLES_PHRASE.search(rest) or QUESTION_FORM.search(rest)):
+        return None
+    return rest
+
+
+def small_talk(text: str) -> bool:
+    if SMALL_TALK.match(text) and not SEARCH_CUE.search(text):
+        return True
+    greeting = GREETING_START.match(text)
+    if greeting is None:
+        return False
+    tail = greeting.group(1)
+    return not (SEARCH_VERB.search(tail) or ARTICLES_PHRASE.search(tail) or ASK_CUE.search(tail)
+                or QUESTION_FORM.search(tail) or re.search(r"\b(?:stat|artik|articl|post)", tail, re.I))
+
+
+def strip_greeting(text: str) -> str:
+    """ "Hi! Could you explain …", "спасибо, а теперь найди …": the request after the greeting."""
+    match = re.match(
+        r"^(?:hi|hello|hey|thanks|thank you|привет|здравствуй\w*|спасибо|hallo|guten tag|danke|moin|servus)\b[!.,\s]*"
+        r"(?:(?:а\s+)?теперь\s+|(?:und\s+)?jetzt\s+|now\s+)?",
+        text, re.IGNORECASE,
+    )
+    return text[match.end():] if match and match.end() < len(text) else text

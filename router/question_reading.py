@@ -1,0 +1,112 @@
+"""Question reading: what code reads from a question before any routing rule -- the filters it
+names (the articles' language by the seed's rule, the answer's language, the period, the order,
+from the question reader `router.reader`) and the words left for the topic.
+
+The deterministic route (`router.fallback`), the request gate's topic (`router.gate`), code-filled
+filters for a small model (`router.code_filters`) and follow-ups use this one reading; the
+fallback only adds its intent rules on top (issue 26: the reading is not the fallback).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from infra.results import Language, LanguageFilter
+from router.intent import ASK_CLAUSE, strip_greeting
+from router.language import written_language
+from router.material_language import material_language
+from router.reader import DateExpectation, QuestionCues, read_cues
+
+__all__ = ["ASK_WORDS", "QuestionReading", "keywords", "read_question", "topic_words"]
+
+_OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)", re.I | re.U)  # order words, not topic
+_STOPWORDS = frozenset(
+    """
+    find show me list search for articles article posts post news about on the a an all some please in from of
+    any give get look up display written published latest recent newest oldest earliest first sorted by date
+    with that mention mentioning related to regarding most
+    найди найти покажи показать выведи список статьи статей статью статья про о об по на в за все мне
+    пожалуйста новости новостей публикации публикаций самые новые старые последние свежие теме тему
+    посвящённые посвященные дай подбери поищи которые где есть связанные с
+    finde zeige zeig suche such liste gib nenne mir alle artikel beiträge meldungen news über zu zum zur von
+    im in auf aus die der das den dem des bitte neueste älteste aktuelle aktuellste mit thema rund um und
+    also then а потом заодно и danach dann außerdem could would can you kindly please будьте добры покажите
+    could könnten können sie du zeig
+    whatever everything anything something was were been has have here posted written dig up track down round
+    можешь можете что это этом этого писали писалось kannst mir raussuchen heraussuchen mal raus heraus
+    """.split()
+)
+ASK_WORDS = frozenset(
+    """
+    explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй
+    кратко erkläre erklär fasse zusammen vergleiche beschreibe
+    """.split()
+)
+_WORD = re.compile(r"[\w.+#-]+", re.U)
+
+
+def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
+    words = [w.strip(".-") for w in _WORD.findall(text)]
+    kept = [
+        w for w in words
+        if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
+    ]
+    return " ".join(kept) or None
+
+
+def topic_words(text: str) -> str | None:
+    """The topic words of ``text``: without the request and collection words (None: nothing left)."""
+    return keywords(text)
+
+
+@dataclass(frozen=True)
+class QuestionReading:
+    """What code reads from a question: the filters it names and the words left for the topic."""
+
+    text: str  # the question as routed (a leading greeting dropped)
+    rest: str  # without its language cues, its period (read or not) and its order words
+    language: LanguageFilter | None  # the articles' language(s) by the seed's rule (None: all languages)
+    answer: Language  # the answer's language: requested by the client or the user, else the question's
+    answer_asked: Language | None  # the answer language the question itself asks for ("answer in English")
+    dates: DateExpectation | None
+    sort: str | None  # "oldest" when asked for, else None
+    asks_for_answer: bool  # "… and explain", "answer in English": an answer is wanted, not only a list
+    unread_period: tuple[str, ...] = ()  # period cue words the reader could not read (not in `rest`)
+
+    @property
+    def filters(self) -> dict[str, Any]:
+        """The search filters in the tools' wire form (None: not named)."""
+        dates = self.dates
+        return {
+            "language": self.language,
+            "dateFrom": dates.date_from.isoformat() if dates and dates.date_from else None,
+            "dateTo": dates.date_to.isoformat() if dates and dates.date_to else None,
+            "sort": self.sort,
+        }
+
+    def keywords(self, *, drop_ask_words: bool = False) -> str | None:
+        """The topic: what is left of the question without its filter and request words."""
+        return keywords(self.rest, drop=ASK_WORDS if drop_ask_words else frozenset())
+
+
+def read_question(
+    question: str, today: date, *, answer_language: Language | None = None, client_language: Language | None = None
+) -> QuestionReading:
+    """The filters ``question`` names, read in code (no refusal rules: see `fallback_decision`)."""
+    text = strip_greeting(" ".join(question.split()))
+    cues: QuestionCues = read_cues(text, today)
+    written_in = written_language(text)
+    languages = cues.languages
+    return QuestionReading(
+        text=text, rest=cues.rest,
+        language=material_language(languages, written_in=written_in, client=client_language),
+        answer=answer_language or languages.answer or written_in,
+        answer_asked=languages.answer,
+        dates=cues.period.period,
+        sort="oldest" if cues.order.sort == "oldest" else None,
+        asks_for_answer=languages.answer is not None or ASK_CLAUSE.search(cues.rest) is not None,
+        unread_period=cues.period.unread,
+    )

@@ -1,0 +1,233 @@
+"""Write intents: a message that asks to write or change the collection (issue 23).
+
+A grammar, not a phrase list: a clause whose verb acts on the collection as its object ("Add an
+article titled …", "Объедини две статьи про YJIT", "Pinne den Beitrag über OCSP oben an"). The
+verbs that *read* the collection are a closed class (find, show, summarize, compare, найди,
+перескажи, zeige, fasse … zusammen …); an imperative of any other verb whose object is an
+article, a post, the index … changes it. The imperative is told by its form: Russian by its
+ending (сохрани, поправь, закрепи), German by a verb-first clause with its object's article
+after it ("Korrigiere den …"), English by a clause-first word with a determiner after it
+("Merge the two … posts"); a question ("how do I delete a certificate?") is no write.
+"""
+
+from __future__ import annotations
+
+import re
+
+from router.reader import words_pattern as _r
+
+# ---- the collection as an object ----
+COLLECTION_NOUN = (
+    r"(?:articles?|posts?|blog\s*posts?|entr(?:y|ies)|pages?|drafts?|stor(?:y|ies)|news|items?|titles?|tags?"
+    r"|index|database|collection|tables?"
+    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|а|ов)?|запис(?:ь|и|ей)|публикаци\w*|черновик\w*|заголов\w*"
+    r"|новост\w*|индекс\w*|баз[уаы]\s+данных|таблиц\w*"
+    r"|artikel\w*|beitr[aä]g\w*|eintr[aä]g\w*|seiten?|entw[uü]rf\w*|meldung\w*|titel\w*|index|datenbank\w*"
+    r"|sammlung|tabellen?)"
+)
+
+# The collection's nouns as users type them: a word one edit away ("Artkel", "сатьи") names it too.
+NOUN_FORMS = ("articles", "article", "artikel", "статьи", "статья", "статью", "статей", "beiträge", "beitrag",
+               "publications", "публикации")
+
+
+def one_edit(word: str, form: str) -> bool:
+    if abs(len(word) - len(form)) > 1:
+        return False
+    if len(word) == len(form):
+        return sum(a != b for a, b in zip(word, form, strict=True)) <= 1
+    short, long = sorted((word, form), key=len)
+    return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
+
+
+
+_DET = (
+    r"(?:(?:a|an|the|this|that|these|those|my|our|your|new|all|every|each|some|another|one|\d+|old|latest"
+    r"|эту|этот|эти|все|всех|новую|новый|новые|мою|мой|одну|последн\w+|каждую"
+    r"|den|die|das|der|dem|einen|eine|ein|neuen|neue|neues|alle|jeden|jede|diesen|diese|dieses|meinen|meine"
+    r"|mir|me|us|мне|нам|uns)\s+){0,3}"
+)
+POLITE = (
+    r"(?:(?:please|kindly|bitte|пожалуйста|будьте\s+добры)[,\s]+|(?:could|can|would|will)\s+you\s+(?:please\s+)?"
+    r"|(?:könnten|können|kannst|könntest|würdest|würden)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"
+    r"|(?:не\s+могли\s+бы\s+вы|можешь|можете|мог\s+бы\s+ты)\s+(?:мне\s+)?(?:пожалуйста\s+)?"
+    r"|(?:i\s+(?:want|need|would\s+like)\s+(?:you\s+)?to|я\s+хочу|хочу|нужно|надо"
+    r"|ich\s+(?:möchte|will|würde\s+gern)\s+)\s*)*"
+)
+_WRITE_VERB = (
+    r"(?:add|create|write|compose|draft|post|publish|republish|unpublish|hide|unhide|delete|remove|erase|drop"
+    r"|purge|wipe|truncate|edit|change|modify|update|rename|retitle|rewrite|replace|set|mark|move|archive"
+    r"|restore|import|upload|insert|approve|tag|untag|make"
+    r"|добав\w*|созда\w*|напиши|написать|опубликуй\w*|опубликовать|скрой|скрыть|спрячь|удали\w*|сотри|стереть"
+    r"|убери|убрать|очисти\w*|измени\w*|отредактируй\w*|поменяй|переименуй\w*|обнови\w*|исправь|замени"
+    r"|пометь|отметь|сделай|перемести|архивируй|верни|импортируй|загрузи|сними"
+    r"|füge|erstelle|erstell|lege|leg|schreibe|schreib|veröffentliche|verstecke|versteck|verberge|blende"
+    r"|lösche|lösch|entferne|entfern|ändere|änder|bearbeite|aktualisiere|benenne|ersetze|setze|setz|markiere"
+    r"|verschiebe|archiviere|stelle|stell|mache|mach|importiere|lade)"
+)
+# "<verb> <a/the/…> <article|post|статью|Beitrag>": the collection is the verb's object.
+# Up to three words between the verb and the collection noun, none a preposition: a name ("edit the
+# Certbot article"), an attribute ("Ändere das Datum des Artikels", "измени дату статьи"); a
+# preposition means the noun is not the verb's object ("write a summary of the articles").
+_NOT_A_PREPOSITION = (
+    r"(?:(?!(?:of|about|on|for|from|with|in|to|by|over|über|zu|zum|zur|von|vom|mit|aus|für|про|о|об|на|в|для|по"
+    r"|из|с|от)\b)[\w.+#'-]+\s+){0,3}"
+)
+# "Удали, пожалуйста, все статьи", "Delete, please, the post": politeness between the verb and its object.
+_POLITE_AFTER = r"(?:\s*,?\s+(?:please|kindly|bitte|mal|doch|пожалуйста)\s*,?)*"
+_WRITE_OBJECT = _r(r"^" + POLITE + _WRITE_VERB + _POLITE_AFTER + r"\s+" + _DET + r"(?:[\"«„'][^\"»“']{1,80}[\"»“']\s+)?"
+                   + _NOT_A_PREPOSITION + COLLECTION_NOUN + r"\b")
+# A state the collection's items have: "as hidden", "auf versteckt", "скрытой", "to draft".
+_STATE = _r(
+    r"\b(?:hidden|invisible|visible|unpublished|published|public|private|draft)\b"
+    r"|\bскрыт\w*|\bневидим\w*|\bвидим\w*|\bопубликован\w*|\bнеопубликован\w*|\bчерновик\w*"
+    r"|\b(?:versteckt|verborgen|unsichtbar|sichtbar|veröffentlicht|unveröffentlicht|öffentlich|privat|entwurf)\b"
+)
+_WRITE_TO_STATE = _r(r"^" + POLITE + _WRITE_VERB + r"\b")
+# German puts the verb last: "Kannst du den Artikel X löschen?", "Bitte den Beitrag auf versteckt setzen".
+_GERMAN_INFINITIVE = _r(
+    r"\b(?:hinzufügen|erstellen|anlegen|schreiben|veröffentlichen|verstecken|verbergen|ausblenden|löschen"
+    r"|entfernen|ändern|bearbeiten|aktualisieren|umbenennen|ersetzen|setzen|stellen|markieren|verschieben"
+    r"|archivieren|importieren|hochladen)\s*[?!.]*$"
+)
+CLAUSES = _r(r"(?<=[.!?;:])\s+|\s*\n\s*")
+
+
+# The commonest write imperatives, for a first word typed one letter off ("удоли статью", "delte the post").
+_WRITE_FORMS = ("delete", "remove", "publish", "unpublish", "update", "удали", "добавь", "создай", "опубликуй",
+                "измени", "скрой", "lösche", "entferne", "ändere", "veröffentliche", "verstecke", "erstelle")
+
+
+def _spelled_out(clause: str) -> str:
+    """The clause with a misspelt write imperative at its start replaced by the verb it is one edit from."""
+    first, _, rest = clause.partition(" ")
+    word = first.casefold()
+    if len(word) < 5 or re.fullmatch(_WRITE_VERB, word, re.IGNORECASE):
+        return clause
+    near = next((form for form in _WRITE_FORMS if one_edit(word, form)), None)
+    return f"{near} {rest}" if near else clause
+
+
+# ---- any other verb acting on the collection ----
+# The verbs that read the collection (a closed class): an imperative of any other verb whose object
+# is the collection asks to change it ("Merge the two YJIT posts", "Закрепи статью", "Pinne den Beitrag").
+_READ_VERB = _r(
+    r"^(?:find|show|list|search|get|give|fetch|grab|pull|look|display|read|open|view|see|check|browse|scan|skim"
+    r"|go|bring|dig|sort|order|arrange|filter|rank|count|compare|summari[sz]e|explain|describe|tell|recap|review"
+    r"|analy[sz]e|quote|cite|name|recommend|suggest|pick|select|choose|highlight|send|email|share|help|collect"
+    r"|gather|compile|return|retrieve|locate|track|identify|extract|match|let|walk|catch|point|print|output"
+    r"|найди|покажи|выведи|дай|подбери|поищи|перечисли|назови|расскажи|объясни|опиши|сравни|перескажи|обобщи"
+    r"|резюмируй|открой|прочитай|прочти|посмотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
+    r"|подскажи|порекомендуй|отфильтруй|процитируй|приведи|напомни|помоги|подкинь|скинь|пришли|отправь|кинь"
+    r"|найдите|покажите|выведите|дайте|расскажите|объясните|подскажите|пришлите"
+    r"|finde|find|zeig|zeige|such|suche|liste|gib|nenne|erkläre|erklär|beschreibe|vergleiche|fasse|fass|lies"
+    r"|öffne|schau|prüfe|sortiere|ordne|sammle|wähle|empfiehl|hilf|schick|schicke|sende|zitiere|durchsuche"
+    r"|filtere|hol|hole|bring|bringe|nimm|zähle)$"
+)
+# Words that open a clause and are no verb (determiners, pronouns, quantifiers, conjunctions).
+_NO_VERB = _r(
+    r"^(?:all|both|only|just|also|even|not|and|or|but|then|now|so|any|some|every|each|no|the|a|an|this|that"
+    r"|these|those|my|our|your|their|its|here|there|latest|newest|recent|more|most|i|we|you|it|they|what|which"
+    r"|need|want|would|like|love|wanna|gotta|please|thanks|hi|hello|hey|ok|okay"
+    r"|эти|мои|твои|свои|наши|ваши|все|такие|те|самые|и|или|но|а|ли|и|свежие"
+    r"|alle|nur|auch|und|oder|aber|dann|jetzt|die|der|das|den|dem|ein|eine|meine|deine|unsere|ich|wir|es)$"
+)
+_EN_DET = r"(?:the|a|an|all|every|each|this|that|these|those|my|our|both)"
+_DE_DET = (r"(?:den|die|das|dem|der|des|einen|eine|ein|einem|alle|allen|jeden|jede|diesen|diese|dieses|diesem"
+           r"|meinen|meine|unseren|unsere|sämtliche)")
+_RU_IMPERATIVE = re.compile(r"^[а-яё]+(?:и|ите|й|йте|ь|ьте)$", re.I)
+_RU_NOUN_ENDING = re.compile(r"(?:ости|ии|ции|ки|ги|хи)$", re.I)  # "уязвимости", "версии", "новинки": nouns
+# Between the verb and its object: words that are not source prepositions ("write a summary *of* the
+# articles" reads them); a location preposition after the first object is where the change happens
+# ("Поправь опечатку *в* заголовке статьи", "Korrigiere den Tippfehler *im* Titel des Artikels").
+_SOURCE_PREPOSITION = _r(
+    r"^(?:of|about|on|for|from|with|to|by|over|across|among|über|zu|zum|zur|von|vom|mit|aus|für|bei|про|о|об|на"
+    r"|для|по|из|с|от|среди|между)$"
+)
+_LOCATION_PREPOSITION = _r(r"^(?:in|inside|within|в|во|im|in|innerhalb)$")
+_OBJECT_PRONOUN = _r(r"^(?:it|them|those|her|его|её|ее|их|es|ihn|sie|diese)$")
+_CONJUNCTION = _r(r"\s+(?:and|и|und|then|затем|потом|dann)\s+")
+_WORD = re.compile(r"[\w'’-]+", re.U)
+
+
+def _imperative(words: list[str]) -> bool:
+    """The clause's first word is an imperative by its form, and no verb of reading."""
+    first = words[0]
+    if _READ_VERB.match(first) or _NO_VERB.match(first) or re.fullmatch(COLLECTION_NOUN, first, re.I):
+        return False
+    if re.match(r"[а-яё]", first, re.I):
+        return bool(_RU_IMPERATIVE.match(first)) and not _RU_NOUN_ENDING.search(first)
+    if len(words) < 2:
+        return False
+    following = words[2] if len(words) > 2 and re.fullmatch(r"bitte|mal|doch|please", words[1], re.I) else words[1]
+    return bool(re.fullmatch(_EN_DET, following, re.I) or re.fullmatch(_DE_DET, following, re.I))
+
+
+def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
+    """ "<imperative> <up to three words> <collection noun>", or "<imperative> it" after a clause
+    that named the collection ("Translate the article … and save it")."""
+    text = re.sub("^" + POLITE, "", clause, flags=re.I | re.U)
+    if text == clause and clause.rstrip().endswith("?"):
+        return False  # "Haben die Beiträge über Ruby Kommentare?": a question, verb first; "Could you tag …?" asks
+    words = _WORD.findall(text)
+    if not words or QUESTION_WORD.match(words[0]) or not _imperative(words):
+        return False
+    if named_before and len(words) > 1 and _OBJECT_PRONOUN.match(words[1]):
+        return True
+    for i, word in enumerate(words[1:6], start=1):
+        if re.fullmatch(COLLECTION_NOUN, word, re.I):
+            return True
+        if _SOURCE_PREPOSITION.match(word) or (_LOCATION_PREPOSITION.match(word) and i == 1):
+            return False
+    return False
+
+
+# German puts the verb last; an infinitive there that does not read ("… bitte offline nehmen") changes
+# the collection noun before it. Lower case tells a German verb from a noun.
+_GERMAN_LAST_VERB = re.compile(r"\b([a-zäöüß]{3,}(?:en|ern|eln))\s*[?!.]*$")
+_GERMAN_READ_INFINITIVE = re.compile(
+    r"(?:zeigen|finden|suchen|listen|nennen|geben|erklären|fassen|vergleichen|lesen|sehen|haben|sein|bekommen"
+    r"|wissen|lernen|verstehen|beschreiben|sortieren|ordnen|filtern|holen|schicken|senden|empfehlen|lassen"
+    r"|schauen|erfahren|kennen|sammeln|zählen|können|müssen|sollen|wollen|dürfen|möchten|werden|worden|gegeben"
+    r"|helfen|prüfen|überprüfen|bringen)$|^(?:zusammen|oben|unten|gestern|morgen|vorhanden|ihnen|denen|einen|allen|diesen|jenen|meinen|deinen|unseren"
+    r"|neuen|letzten|ersten|anderen|beiden|neuesten|aktuellen|älteren|früheren)$"
+)
+_GERMAN_OBJECT = _r(r"\b" + r"(?:den|die|das|dem|der|des|einen|eine|ein|alle|diesen|diese|dieses)\s+(?:[\w-]+\s+){0,2}"
+                    + COLLECTION_NOUN + r"\b")
+
+
+def _german_verb_last(clause: str) -> bool:
+    last = _GERMAN_LAST_VERB.search(clause)
+    return (last is not None and not _GERMAN_READ_INFINITIVE.search(last.group(1))
+            and _GERMAN_OBJECT.search(clause[: last.start()]) is not None and not QUESTION_WORD.match(clause))
+
+
+def _structural_write(clause: str) -> bool:
+    if _german_verb_last(clause):
+        return True
+    named = False
+    for part in _CONJUNCTION.split(clause):
+        if _acts_on_collection(part.strip(" ,"), named_before=named):
+            return True
+        named = named or re.search(r"\b" + COLLECTION_NOUN + r"\b", part, re.I) is not None
+    return False
+
+
+def write_intent(text: str) -> str | None:
+    """The clause that asks to write or change the collection, or None."""
+    for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
+        if not clause:
+            continue
+        if _structural_write(clause):
+            return clause
+        if _WRITE_OBJECT.search(clause):
+            return clause
+        has_object = re.search(r"\b" + COLLECTION_NOUN + r"\b", clause, re.IGNORECASE)
+        if has_object and _STATE.search(clause) and _WRITE_TO_STATE.search(clause):
+            return clause  # "Setz den Beitrag Impressum auf versteckt", "mark post 12 as hidden"
+        if has_object and _GERMAN_INFINITIVE.search(clause) and not QUESTION_WORD.match(clause):
+            return clause
+    return None
+
+
+QUESTION_WORD = _r(r"^(?:how|why|what|when|where|which|who|как|почему|зачем|что|когда|где|wie|warum|was|wann|wo)\b")

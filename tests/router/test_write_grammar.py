@@ -1,0 +1,39 @@
+"""The write-intent grammar by structure (router/write_intent.py): an imperative of a verb that does
+not read, with the collection as its object, is a write whatever the verb; the reading verbs, a
+question and a noun that only looks like an imperative are not. None of these verbs is in the
+grammar's list of write verbs. Pure: no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from router.write_intent import write_intent
+
+
+@pytest.mark.parametrize("question", [
+    # English: a clause-first verb with a determiner after it
+    "Merge the three Bundler posts", "Duplicate the OCSP article", "Pin all posts about RubyKaigi",
+    "Bump the Ruby 3.4 article to the front page", "Could you flag these articles as outdated?",
+    "Translate the Certbot post into Spanish and store it",
+    # Russian: the imperative by its ending
+    "Продублируй статью про OCSP", "Закрепи все статьи про RubyKaigi", "Поправь ошибку в заголовке статьи",
+    "Пожалуйста, сохрани эту статью в избранное", "Объедините две статьи про Bundler",
+    # German: verb first with the object's article after it, or a non-reading infinitive last
+    "Dupliziere den Beitrag über OCSP", "Verschiebe bitte alle Artikel über Ruby 1.8 ins Archiv",
+    "Berichtige den Fehler im Titel des Beitrags", "Den Artikel über Certbot bitte oben anheften",
+])
+def test_an_imperative_of_a_verb_that_does_not_read_on_the_collection_is_a_write(question: str) -> None:
+    assert write_intent(question) is not None, question
+
+
+@pytest.mark.parametrize("question", [
+    "Check the posts about OCSP", "Browse the articles on YJIT", "Compare the two Bundler posts",
+    "Walk me through the posts about Certbot", "Write a summary of the articles about OCSP",
+    "Проверь статьи про OCSP", "Прочитай статью про Bundler и перескажи её", "Уязвимости в статьях про REXML",
+    "Последние статьи про Ruby", "Свежие новости про Rails",
+    "Haben die Beiträge über Ruby Kommentare?", "Bitte die Artikel über OCSP zusammenfassen",
+    "Ich möchte die Beiträge über YJIT lesen", "Kannst du mir die Beiträge zu Ruby raussuchen?",
+    "need the latest Ruby security news", "Ruby 3.4.5 Artikel", "How do I merge two certificates?",
+])
+def test_a_reading_verb_a_question_or_a_noun_first_is_no_write(question: str) -> None:
+    assert write_intent(question) is None, question
