@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from pydantic import (
     BaseModel,
@@ -24,6 +24,17 @@ from infra.status import ResultStatus, ResultType
 
 Language = Literal["ru", "en", "de"]  # Turnout's languages: defined here only
 LANGUAGES: tuple[Language, ...] = get_args(Language)
+
+
+def as_language(value: str | None, *, name: str = "language") -> Language | None:
+    """`value` as one of Turnout's languages (None stays None); ValueError naming `name` otherwise."""
+    if value is None:
+        return None
+    if value not in LANGUAGES:
+        raise ValueError(f"{name} {value!r} is not one of {', '.join(LANGUAGES)}")
+    return cast(Language, value)
+
+
 Sort = Literal["newest", "oldest"]
 # How the tool was chosen. caller: an MCP host chose it; followup: code changed the previous
 # turn's filters (no LLM).

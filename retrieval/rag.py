@@ -344,7 +344,7 @@ async def answer_request(ctx: RagContext, request: AskRequest, *, deadline: floa
     except VectorStoreError as exc:
         log.error("cannot search the vector store: %s", exc)
         return _failed(request.answer_language, "the article index is unavailable; try again later")
-    except BudgetExceeded as exc:  # the job fails with budget_exceeded (router/gateway.py `answer_result`)
+    except BudgetExceeded as exc:  # the job fails with budget_exceeded (router/tool_results.py `answer_result`)
         refused = _failed(request.answer_language, exc.message)
         refused.usage, refused.budget_exceeded = exc.usage or Usage(), exc.details()
         return refused

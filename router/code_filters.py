@@ -6,19 +6,29 @@ it fills filters badly -- it invents date ranges, cannot do date arithmetic, cop
 the topic; code fills what the question itself names, read by the question reader
 (`router.reader`, through `router.question_reading.read_question`): the period, `sort`, an answer
 language asked for, and the question for the answering tools. A period cue the reader could not
-read is asked of the model in a closed schema first (`router.period_question`, run by the service). The articles' `language` is set by the gateway, as for
-every call. What code reads wins over what a model sent; what code does not read stays the
+read is asked of the model in a closed schema first (`router.period_question`, through
+`CodeFilling`). The articles' `language` is set by the gateway, as for every call. What code reads wins over what a model sent; what code does not read stays the
 model's and is validated like any argument.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from datetime import date
 from typing import Any
 
+from router import period_question
+from router.audit import AuditTrail
+from router.engine import Engine, ToolIntent
+from router.fallback import FallbackDecision
+from router.gateway import parse_arguments
 from router.language import detect_language
+from router.limits import JobBudget
 from router.question_reading import QuestionReading
+from router.reader import DateExpectation
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, TOPIC_FIELD
 
 _WORD = re.compile(r"\S+")
@@ -97,3 +107,33 @@ def fill_filters(
         if reading.answer_asked is not None:
             args["answerLanguage"] = reading.answer_asked
     return tool, args
+
+
+class CodeFilling:
+    """One run's code-filled calls: the model's tool and topic, the filters the rules read from
+    the question (`rules`, read once by the run), and an unread period asked of the model first."""
+
+    def __init__(self, rules: Callable[[], FallbackDecision]) -> None:
+        self._rules = rules
+        self._model_period: DateExpectation | None = None  # the unread period the model read (validated)
+
+    async def ask_unread_period(self, engine: Engine, budget: JobBudget, audit: AuditTrail, question: str,
+                                today: date, *, before_attempt: Callable[[int], Awaitable[None]]) -> None:
+        """A period cue code could not read: the model is asked for just that value (issue 22, 4a)."""
+        reading = self._rules().reading
+        if reading is None or reading.dates is not None or not reading.unread_period:
+            return
+        self._model_period = await period_question.ask_model(
+            engine, budget, audit, question, reading.unread_period, today, before_attempt=before_attempt,
+        )
+
+    def filled(self, intent: ToolIntent) -> ToolIntent:
+        """The model's call with the filters code reads from the question."""
+        arguments = parse_arguments(intent.arguments)
+        reading = self._rules().reading  # set: a question the rules refuse never reaches the model here
+        if isinstance(arguments, str) or reading is None:  # not an object: the gateway rejects it in its words
+            return intent
+        if self._model_period is not None:
+            reading = replace(reading, dates=self._model_period, unread_period=())
+        tool, filled = fill_filters(intent.name, arguments, reading, form_tool=self._rules().form_tool)
+        return ToolIntent(intent.call_id, tool, json.dumps(filled, ensure_ascii=False))

@@ -27,7 +27,8 @@ from router.audit import AuditTrail
 from router.engine import Turn, estimate_tokens
 from router.executor import AskCall, ToolExecutor
 from router.followup_reader import read_filter_change
-from router.gateway import ValidatedCall, answer_result
+from router.gateway import ValidatedCall
+from router.tool_results import answer_result
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
 # Words that stand for the previous result ("them", "those", "davon", "из них").

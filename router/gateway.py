@@ -10,18 +10,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from infra.budgets import BudgetExceeded
 from infra.db.pool import DatabaseUnavailable
-from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch, QuestionResult
-from infra.settings import Limits
-from infra.status import ResultStatus, ResultType
+from infra.results import Language, LanguageFilter, NormalizedSearch, QuestionResult
+from infra.settings import ConfigError, Limits
+from infra.status import ResultType
 from infra.text import squash_controls
 from infra.validation import first_error
 from retrieval.search import LANGUAGE_ERROR, SearchArgumentError, normalize_search
@@ -31,6 +30,7 @@ from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import AskCall, ToolExecutionError, ToolExecutor
 from router.material_language import LanguageCues, language_cues, material_language
 from router.reader import read_period
+from router.tool_results import answer_result, empty_result, executed, nothing_to_answer, search_result
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
 
@@ -186,13 +186,10 @@ class CallValidator:
             return Rejection(name, parsed, f"unknown tool {name!r}; available tools: {', '.join(self.registry.names)}")
         if isinstance(parsed, str):
             return Rejection(name, raw, f"{name}: {parsed}")
-        if name == SEARCH:
-            return self._search(parsed)
-        if name == ASK:
-            return self._ask(parsed)
-        if name == SEARCH_AND_ASK:
-            return self._combined(parsed)
-        return Rejection(name, parsed, f"tool {name!r} has no executor")  # a registry/gateway mismatch
+        steps = TOOL_STEPS.get(name)
+        if steps is None:  # a registry/gateway mismatch
+            return Rejection(name, parsed, f"tool {name!r} has no executor")
+        return steps.validate(self, parsed)
 
     def _normalize(self, tool: str, raw: Mapping[str, Any]) -> NormalizedSearch | Rejection:
         period = self.period_reading.period
@@ -314,9 +311,6 @@ def _future_reason(phrase: str, start: date | None, end: date | None, today: dat
 def _without_words(text: str, words: tuple[str, ...]) -> str:
     drop = {w.casefold() for phrase in words for w in phrase.split()}
     return " ".join(w for w in text.split() if w.strip(".,;:!?()\"'").casefold() not in drop)
-_NO_ARTICLES = "No published articles match these filters."
-
-
 class Gateway:
     """Validate -> execute -> audit, for one job."""
 
@@ -357,35 +351,29 @@ class Gateway:
 
     async def _run(self, call: ValidatedCall, deadline: float) -> QuestionResult:
         if call.empty_reason is not None and call.search is not None:
-            return _empty_result(call, call.empty_reason)
-        if call.tool == SEARCH:
-            assert call.search is not None
-            page = await self.executor.search(call.search, deadline=deadline)
-            return QuestionResult(
-                result_type=ResultType.SEARCH,
-                status=ResultStatus.ANSWERED if page.items else ResultStatus.NO_RESULTS,
-                articles=page, search=_executed(call.search, page), tool=SEARCH,
-                message=None if page.items else _NO_ARTICLES,
-            )
+            return empty_result(call, call.empty_reason)
+        return await TOOL_STEPS[call.tool].run(self, call, deadline)
+
+    async def _run_search(self, call: ValidatedCall, deadline: float) -> QuestionResult:
+        assert call.search is not None
+        return search_result(call, await self.executor.search(call.search, deadline=deadline))
+
+    async def _run_ask(self, call: ValidatedCall, deadline: float) -> QuestionResult:
         assert call.question is not None and call.answer_language is not None
-        if call.tool == ASK:
-            outcome = await self.executor.ask(AskCall(
-                question=call.question, language=call.language, answer_language=call.answer_language,
-                scope=None, job_id=self.audit.job_id,
-            ), deadline=deadline)
-            return answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
+        outcome = await self.executor.ask(AskCall(
+            question=call.question, language=call.language, answer_language=call.answer_language,
+            scope=None, job_id=self.audit.job_id,
+        ), deadline=deadline)
+        return answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
+
+    async def _run_combined(self, call: ValidatedCall, deadline: float) -> QuestionResult:
         assert call.search is not None
         page = await self.executor.search(call.search, deadline=deadline)
-        call = dataclasses.replace(call, search=_executed(call.search, page))  # its scope: the relaxed page
+        call = dataclasses.replace(call, search=executed(call.search, page))  # its scope: the relaxed page
         assert call.question is not None and call.answer_language is not None
         ids = [item.id for item in page.items]
-        if not ids:
-            # An empty scope answers "nothing found"; it never widens to the whole collection.
-            return QuestionResult(
-                result_type=ResultType.COMBINED, status=ResultStatus.NO_RESULTS, articles=page,
-                search=call.search, question=call.question, answer_language=call.answer_language,
-                tool=SEARCH_AND_ASK, message=_NO_ARTICLES,
-            )
+        if not ids:  # an empty scope answers "nothing found"; it never widens to the whole collection
+            return nothing_to_answer(call, page)
         truncated = page.total_items > len(page.items)
         outcome = await self.executor.ask(AskCall(
             question=call.question, language=call.language, answer_language=call.answer_language,
@@ -394,55 +382,24 @@ class Gateway:
         return answer_result(ResultType.COMBINED, call, outcome, page=page, truncated=truncated)
 
 
-def _executed(search: NormalizedSearch, page: ArticlesPage) -> NormalizedSearch:
-    """The search as it ran: with what the execution relaxed (a page's own notes) in its adjustments."""
-    notes = [note for note in page.adjustments if note not in search.adjustments]
-    return search.model_copy(update={"adjustments": [*search.adjustments, *notes]}) if notes else search
+@dataclass(frozen=True)
+class ToolSteps:
+    """How the gateway validates and runs one of the registry's tools (its name, description and
+    LLM schema are its `ToolSpec`, router/tools.py): the one place a tool's behaviour is wired."""
+
+    validate: Callable[[CallValidator, dict[str, Any]], ValidatedCall | Rejection]
+    run: Callable[[Gateway, ValidatedCall, float], Awaitable[QuestionResult]]
 
 
-def _empty_result(call: ValidatedCall, reason: str) -> QuestionResult:
-    """The answer to a search nothing can match (a period after today), without running it."""
-    assert call.search is not None
-    page = ArticlesPage(items=[], total_items=0, page=call.search.page, page_size=call.search.page_size, total_pages=0)
-    combined = call.tool == SEARCH_AND_ASK
-    return QuestionResult(
-        result_type=ResultType.COMBINED if combined else ResultType.SEARCH, status=ResultStatus.NO_RESULTS,
-        articles=page, search=call.search, tool=call.tool, message=reason[:1].upper() + reason[1:] + ".",
-        question=call.question if combined else None, answer_language=call.answer_language if combined else None,
-    )
+TOOL_STEPS: dict[str, ToolSteps] = {
+    SEARCH: ToolSteps(CallValidator._search, Gateway._run_search),
+    ASK: ToolSteps(CallValidator._ask, Gateway._run_ask),
+    SEARCH_AND_ASK: ToolSteps(CallValidator._combined, Gateway._run_combined),
+}
 
 
-def answer_result(
-    result_type: ResultType, call: ValidatedCall, outcome: Any, *, page: ArticlesPage | None, truncated: bool
-) -> QuestionResult:
-    """The RAG outcome as the job's result; `BudgetExceeded` when the answer call had no budget."""
-    if outcome.budget_exceeded is not None:
-        refusal = BudgetExceeded.from_details(outcome.budget_exceeded)
-        refusal.usage = outcome.usage.model_copy()
-        raise refusal
-    result = QuestionResult(
-        result_type=result_type,
-        status=ResultStatus(outcome.status),
-        answer=outcome.answer,
-        answer_language=outcome.answer_language or call.answer_language,
-        answer_kind=outcome.answer_kind,
-        sources=list(outcome.sources),
-        articles=page,
-        search=call.search,
-        question=call.question,
-        coverage_limited=bool(outcome.coverage_limited or truncated),
-        tool=call.tool,
-        message=getattr(outcome, "message", None),
-    )
-    result.usage = outcome.usage.model_copy()  # the RAG answer's LLM spend, merged by the service
-    return result
-
-
-def observation(result: QuestionResult) -> str:
-    """What the model is told after an execution that found nothing (it may broaden and retry)."""
-    filters = {k: v for k, v in (result.search.wire() if result.search else {}).items() if v not in (None, [], "")}
-    what = f" with {json.dumps(filters, ensure_ascii=False)}" if filters else ""
-    return (
-        f"{result.tool} found nothing{what}. If the filters were too narrow you may call a tool again "
-        "with broader ones; otherwise reply without a tool."
-    )
+def check_wired(registry: ToolRegistry) -> None:
+    """Start-up check: every registered tool has its steps here (ConfigError naming those without)."""
+    unwired = [name for name in registry.names if name not in TOOL_STEPS]
+    if unwired:
+        raise ConfigError(f"tools {', '.join(unwired)} are registered but not wired in router/gateway.py TOOL_STEPS")

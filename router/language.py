@@ -41,7 +41,7 @@ def _detector() -> LanguageDetector:
     return LanguageDetectorBuilder.from_languages(*_LINGUA).build()
 
 
-def warm_up() -> None:
+def load_detector() -> None:
     """Build the detector now (about 0.2 s) rather than in the first question that needs it."""
     _detector()
 

@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from typer.core import TyperGroup
 
 from infra.db.pool import create_pool
-from infra.results import ArticlesPage, NormalizedSearch
+from infra.results import ArticlesPage, NormalizedSearch, as_language
 from infra.settings import ConfigError, LLMFilters, LLMMode, Settings, get_settings
 from router.engine import OpenAIEngine
 from router.eval import (
@@ -48,8 +48,8 @@ class DecisionOnly:
 
 def _request(case: EvalCase) -> RouteRequest:
     return RouteRequest(
-        question=case.question, answer_language=case.answer_language, today=case.today,
-        client_language=case.language,
+        question=case.question, answer_language=as_language(case.answer_language, name="answerLanguage"),
+        today=case.today, client_language=as_language(case.language),
     )
 
 

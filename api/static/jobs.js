@@ -1,5 +1,5 @@
 // Turnout dashboard, jobs view: recent jobs of every key (GET /v1/jobs?apiKeyId=*), a status
-// filter and a question search, each row opening the job's document and event timeline
+// filter and a question search, the owner's rating, each row opening the job's document and event timeline
 // (GET /v1/admin/jobs/{id}). Uses the admin key the dashboard keeps in this tab (dashboard.js).
 "use strict";
 
@@ -35,6 +35,8 @@
       cell(tr, item.source);
       cell(tr, (item.resultSummary && item.resultSummary.tool) || "");
       cell(tr, item.question, "question");
+      const rated = cell(tr, item.feedback ? item.feedback.rating : "", "rating");  // the owner's feedback
+      if (item.feedback && item.feedback.comment) rated.title = item.feedback.comment;
       tr.addEventListener("click", () => openJob(item.id));
       body.appendChild(tr);
     }

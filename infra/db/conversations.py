@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from infra.db.jobs import JobRow, _job
+from infra.db.jobs import JobRow, job_row
 
 CHAIN_MAX = 200  # a chain longer than this is listed from its start up to here
 
@@ -22,7 +22,7 @@ async def conversation_jobs(conn: asyncpg.Connection, conversation_id: str, *, a
         """,
         conversation_id, api_key_id, CHAIN_MAX,
     )
-    return [_job(row) for row in rows]
+    return [job_row(row) for row in rows]
 
 
 async def last_job(conn: asyncpg.Connection, conversation_id: str, *, api_key_id: str) -> JobRow | None:
@@ -36,4 +36,4 @@ async def last_job(conn: asyncpg.Connection, conversation_id: str, *, api_key_id
         """,
         conversation_id, api_key_id,
     )
-    return _job(row) if row is not None else None
+    return job_row(row) if row is not None else None

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from infra.db.jobs import JobRow, _job
+from infra.db.jobs import JobRow, job_row
 
 
 async def rate_job(
@@ -21,7 +21,7 @@ async def rate_job(
         """,
         job_id, api_key_id, rating, comment,
     )
-    return _job(row) if row is not None else None
+    return job_row(row) if row is not None else None
 
 
 @dataclass(frozen=True)
@@ -50,4 +50,4 @@ async def rated_jobs(conn: asyncpg.Connection, *, limit: int) -> list[JobRow]:
     rows = await conn.fetch(
         "SELECT * FROM jobs WHERE feedback_rating IS NOT NULL ORDER BY feedback_at DESC, id LIMIT $1", limit
     )
-    return [_job(row) for row in rows]
+    return [job_row(row) for row in rows]

@@ -12,7 +12,16 @@ from typing import Any, Literal
 
 import asyncpg
 
-from infra.db.jobs import CancelOutcome, Finished, JobRow, _finalizing, _finished, _job, cancel_job, get_job
+from infra.db.jobs import (
+    CancelOutcome,
+    Finished,
+    JobRow,
+    cancel_job,
+    finalizing_sql,
+    finished_from,
+    get_job,
+    job_row,
+)
 from infra.db.journal import Narration
 from infra.status import JobStatus
 
@@ -41,7 +50,7 @@ async def request_cancel(
             job_id, api_key_id,
         )
         if row is not None:
-            return "requested", None, _job(row)
+            return "requested", None, job_row(row)
         # it left `running` meanwhile: back to queued (a retry: cancel it now) or final
     return outcome, None, await get_job(conn, job_id, api_key_id=api_key_id)
 
@@ -58,7 +67,7 @@ async def cancel_running(
     final event and webhook delivery in the same statement. None when it lost the job."""
     extra = narration.parameters() if narration else []
     row = await conn.fetchrow(
-        _finalizing(
+        finalizing_sql(
             """
             UPDATE jobs SET status = 'cancelled', usage = $3, lease_expires_at = NULL,
                             finished_at = now(), updated_at = now()
@@ -70,4 +79,4 @@ async def cancel_running(
         ),
         job_id, attempt, usage, {"usage": usage}, *extra,
     )
-    return _finished(row) if row is not None else None
+    return finished_from(row) if row is not None else None

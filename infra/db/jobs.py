@@ -4,9 +4,9 @@ Every transition is a conditional UPDATE, so a job executed twice (a redelivered
 sweeper re-enqueue racing a slow worker) still ends with one result and one webhook delivery:
 - `claim_job`: queued -> running, bumping `attempts`; the attempt number is the runner's fence.
 - `finish_job` / `release_job`: only the runner holding the current attempt may write.
-- `sweep_expired`: a job whose lease ran out goes back to queued (or fails after too many tries).
-- `sweep_undispatched`: a queued job whose message should have been claimed long ago is sent again.
-A final transition writes its event and the webhook delivery in the same statement (`_finalizing`).
+- `infra.db.job_sweeps`: a job whose lease ran out goes back to queued (or fails after too many
+  tries); a queued job whose message should have been claimed long ago is sent again.
+A final transition writes its event and the webhook delivery in the same statement (`finalizing_sql`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from infra.db.journal import Narration
 from infra.results import QuestionResult
 from infra.status import JobPriority, JobStatus
 
-_LEASE = "now() + make_interval(secs => $2)"
+LEASE_SQL = "now() + make_interval(secs => $2)"  # the lease from now; its seconds are parameter $2
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,6 @@ class JobRow:
         return self.status is JobStatus.QUEUED and self.dispatched_at is None
 
 
-def _job(row: asyncpg.Record) -> JobRow:
-    return _job_from(dict(row))
-
-
 def job_row(row: asyncpg.Record | Mapping[str, Any]) -> JobRow:
     """A `jobs` row (any statement's `SELECT *`) as a JobRow; for the other jobs-table modules."""
     return _job_from(dict(row))
@@ -105,6 +101,31 @@ def new_job_id() -> str:
     return "job_" + secrets.token_urlsafe(16)
 
 
+# One statement (job and its `queued` event together, atomically): one round trip, one commit.
+# The cap is read under the key's lock (`jobs_in_flight`, migration 0013), CASE so it is
+# not even taken without a cap.
+_INSERT_JOB = """
+    WITH slot AS (
+        SELECT CASE WHEN $17::int = 0 THEN true ELSE jobs_in_flight($2) < $17 END AS free
+    ), job AS (
+        INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
+                          idempotency_key, request_hash, lease_expires_at, source, client, tool_call,
+                          language, previous_job_id, conversation_id, priority, dispatched_at)
+        SELECT $1, $2, $3, $4, $5, $6, $7, $8,
+               CASE WHEN free THEN now() + make_interval(secs => $9) END, $10, $11, $12, $13,
+               $14, $15, $16, CASE WHEN free THEN now() END
+        FROM slot
+        ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
+        RETURNING *
+    ), queued AS (
+        INSERT INTO job_events (job_id, kind, data)
+        SELECT id, 'queued', CASE WHEN dispatched_at IS NULL THEN '{"parked": true}'::jsonb ELSE '{}'::jsonb END
+        FROM job
+    )
+    SELECT * FROM job
+"""
+
+
 async def create_job(
     conn: asyncpg.Connection,
     *,
@@ -130,37 +151,15 @@ async def create_job(
     worker before the sweeper sends its message again. With `in_flight_cap` (0: none) a key that
     has that many jobs in flight gets the job parked (`job.parked`: send no message; the end of one
     of its jobs dispatches it, infra/db/fair_shares.py)."""
-    # One statement (job and its `queued` event together, atomically): one round trip, one commit.
-    # The cap is read under the key's lock (`jobs_in_flight`, migration 0013), CASE so it is
-    # not even taken without a cap.
     row = await conn.fetchrow(
-        """
-        WITH slot AS (
-            SELECT CASE WHEN $17::int = 0 THEN true ELSE jobs_in_flight($2) < $17 END AS free
-        ), job AS (
-            INSERT INTO jobs (id, api_key_id, question, answer_language, page_size, webhook_url,
-                              idempotency_key, request_hash, lease_expires_at, source, client, tool_call,
-                              language, previous_job_id, conversation_id, priority, dispatched_at)
-            SELECT $1, $2, $3, $4, $5, $6, $7, $8,
-                   CASE WHEN free THEN now() + make_interval(secs => $9) END, $10, $11, $12, $13,
-                   $14, $15, $16, CASE WHEN free THEN now() END
-            FROM slot
-            ON CONFLICT (api_key_id, idempotency_key) DO NOTHING
-            RETURNING *
-        ), queued AS (
-            INSERT INTO job_events (job_id, kind, data)
-            SELECT id, 'queued', CASE WHEN dispatched_at IS NULL THEN '{"parked": true}'::jsonb ELSE '{}'::jsonb END
-            FROM job
-        )
-        SELECT * FROM job
-        """,
+        _INSERT_JOB,
         new_job_id(), api_key_id, question, answer_language, page_size, webhook_url,
         idempotency_key, request_hash, lease_s, source, client,
         json.dumps(tool_call) if tool_call is not None else None, language, previous_job_id, conversation_id,
         priority.value, in_flight_cap,
     )
     if row is not None:
-        return _job(row), True
+        return job_row(row), True
     assert idempotency_key is not None  # only a key conflict skips the insert
     existing = await find_by_idempotency_key(conn, api_key_id, idempotency_key)
     if existing is None:  # pragma: no cover - the conflicting row cannot vanish (no deletes)
@@ -172,7 +171,7 @@ async def find_by_idempotency_key(conn: asyncpg.Connection, api_key_id: str, ide
     row = await conn.fetchrow(
         "SELECT * FROM jobs WHERE api_key_id = $1 AND idempotency_key = $2", api_key_id, idempotency_key
     )
-    return _job(row) if row is not None else None
+    return job_row(row) if row is not None else None
 
 
 async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | None = None) -> JobRow | None:
@@ -180,7 +179,7 @@ async def get_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str | No
     row = await conn.fetchrow(
         "SELECT * FROM jobs WHERE id = $1 AND ($2::text IS NULL OR api_key_id = $2)", job_id, api_key_id
     )
-    return _job(row) if row is not None else None
+    return job_row(row) if row is not None else None
 
 
 async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) -> JobRow | None:
@@ -194,7 +193,7 @@ async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) ->
     row = await conn.fetchrow(
         f"""
         WITH claimed AS (
-            UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_expires_at = {_LEASE},
+            UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_expires_at = {LEASE_SQL},
                             started_at = coalesce(started_at, now()), updated_at = now()
             WHERE id = $1 AND status = 'queued' AND dispatched_at IS NOT NULL
             RETURNING *
@@ -206,13 +205,13 @@ async def claim_job(conn: asyncpg.Connection, job_id: str, *, lease_s: float) ->
         """,  # noqa: S608 (constant fragment)
         job_id, lease_s,
     )
-    return _job(row) if row is not None else None
+    return job_row(row) if row is not None else None
 
 
 async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, lease_s: float) -> bool:
     """Extend a running job's lease; False when this runner no longer owns the job."""
     result: str = await conn.execute(
-        f"UPDATE jobs SET lease_expires_at = {_LEASE}, updated_at = now() "  # noqa: S608 (constant fragment)
+        f"UPDATE jobs SET lease_expires_at = {LEASE_SQL}, updated_at = now() "  # noqa: S608 (constant fragment)
         "WHERE id = $1 AND status = 'running' AND attempts = $3",
         job_id, lease_s, attempt,
     )
@@ -224,7 +223,7 @@ async def renew_lease(conn: asyncpg.Connection, job_id: str, *, attempt: int, le
 _FINISHED_COLUMNS = ", ".join(f"done.{f.name}" for f in fields(JobRow) if f.name != "result")
 
 
-def _finalizing(update: str, event_data: str, narration_from: int | None = None, *, columns: str = "done.*") -> str:
+def finalizing_sql(update: str, event_data: str, narration_from: int | None = None, *, columns: str = "done.*") -> str:
     """One statement that moves a job to a final status (`update`: an UPDATE ... RETURNING *), writes
     its final event (data from the parameter `event_data`, e.g. "$7") and, when the job has a URL,
     its webhook delivery: one round trip, one commit. ON CONFLICT keeps one delivery per job.
@@ -252,7 +251,7 @@ def _finalizing(update: str, event_data: str, narration_from: int | None = None,
     """  # noqa: S608 (only constant fragments from this module)
 
 
-def _finished(row: asyncpg.Record, **known: Any) -> Finished:
+def finished_from(row: asyncpg.Record, **known: Any) -> Finished:
     """`known`: the columns the statement did not return, as the caller wrote them."""
     values = dict(row) | known
     delivery_id: int | None = values.pop("delivery_id")
@@ -277,7 +276,7 @@ async def finish_job(
     # The fenced UPDATE keeps a job from finishing twice.
     extra = narration.parameters() if narration else []
     row = await conn.fetchrow(
-        _finalizing(
+        finalizing_sql(
             """
             UPDATE jobs SET status = $3, result = $4, error = $5, usage = $6, lease_expires_at = NULL,
                             finished_at = now(), updated_at = now()
@@ -291,7 +290,7 @@ async def finish_job(
         job_id, attempt, status.value, result.wire() if result is not None else None, error, usage, event_data if event_data is not None else {"error": error},
         *extra,
     )
-    return _finished(row, result=result) if row is not None else None
+    return finished_from(row, result=result) if row is not None else None
 
 
 async def release_job(
@@ -303,7 +302,7 @@ async def release_job(
     async with conn.transaction():
         row = await conn.fetchrow(
             f"""
-            UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(),
+            UPDATE jobs SET status = 'queued', lease_expires_at = {LEASE_SQL}, updated_at = now(),
                             dispatched_at = now() + make_interval(secs => $4)
             WHERE id = $1 AND status = 'running' AND attempts = $3 AND cancel_requested_at IS NULL
             RETURNING id
@@ -323,7 +322,7 @@ async def cancel_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str) 
     """queued -> cancelled. Returns ("cancelled", finished), ("not_found", None), or the job's
     current status when it can no longer be cancelled."""
     row = await conn.fetchrow(
-        _finalizing(
+        finalizing_sql(
             """
             UPDATE jobs SET status = 'cancelled', lease_expires_at = NULL, finished_at = now(), updated_at = now()
             WHERE id = $1 AND api_key_id = $2 AND status = 'queued'
@@ -334,114 +333,9 @@ async def cancel_job(conn: asyncpg.Connection, job_id: str, *, api_key_id: str) 
         job_id, api_key_id, {},
     )
     if row is not None:
-        return "cancelled", _finished(row)
+        return "cancelled", finished_from(row)
     current = await get_job(conn, job_id, api_key_id=api_key_id)
     return ("not_found", None) if current is None else (current.status, None)
-
-
-@dataclass(frozen=True)
-class SweepOutcome:
-    requeued: list[str]  # send run_job for these
-    failed: list[Finished]  # gave up (worker lost too often) or cancelled (asked to); send their webhooks
-
-
-async def sweep_expired(
-    conn: asyncpg.Connection, *, lease_s: float, max_attempts: int, limit: int = 200
-) -> SweepOutcome:
-    """Jobs whose lease ran out: a running job's worker died (or Redis lost the message) and a
-    queued job's message was never picked up. Both go (back) to queued with a fresh lease; a
-    job that already ran `max_attempts` times fails instead of crashing workers forever, and a
-    running job whose cancel was requested ends cancelled instead of running again.
-    The rows are locked FOR NO KEY UPDATE (what an UPDATE takes), not FOR UPDATE: a job's event
-    writer holds the job's event lock (migration 0009) and then its foreign key's KEY SHARE lock on
-    the row, which FOR UPDATE would block while this transaction waits for that event lock."""
-    requeued: list[str] = []
-    failed: list[Finished] = []
-    async with conn.transaction():
-        stale = await conn.fetch(
-            """
-            SELECT id, status, attempts, cancel_requested_at FROM jobs
-            WHERE status IN ('queued', 'running') AND lease_expires_at < now()
-            ORDER BY lease_expires_at LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED
-            """,
-            limit,
-        )
-        for job in stale:
-            ended = await _sweep_one(conn, job, lease_s=lease_s, max_attempts=max_attempts)
-            if ended is None:
-                requeued.append(job["id"])
-            else:
-                failed.append(ended)
-    return SweepOutcome(requeued, failed)
-
-
-async def _sweep_one(conn: asyncpg.Connection, job: asyncpg.Record, *, lease_s: float, max_attempts: int
-                     ) -> Finished | None:
-    """One stale job of `sweep_expired`: ended (cancelled, or failed after `max_attempts`), or
-    queued again (None)."""
-    was_running = job["status"] == JobStatus.RUNNING.value
-    if was_running and job["cancel_requested_at"] is not None:  # its client wants it stopped anyway
-        row = await conn.fetchrow(
-            _finalizing(
-                """
-                UPDATE jobs SET status = 'cancelled', lease_expires_at = NULL, finished_at = now(),
-                                updated_at = now()
-                WHERE id = $1 RETURNING *
-                """,
-                "$2",
-            ),
-            job["id"], {"reason": "cancel requested; its worker was lost"},
-        )
-        return _finished(row)
-    if was_running and job["attempts"] >= max_attempts:
-        error = {
-            "code": "worker_lost",
-            "message": f"the worker running this job stopped {job['attempts']} times; giving up",
-        }
-        row = await conn.fetchrow(
-            _finalizing(
-                """
-                UPDATE jobs SET status = 'failed', error = $2, lease_expires_at = NULL,
-                                finished_at = now(), updated_at = now()
-                WHERE id = $1 RETURNING *
-                """,
-                "$3",
-            ),
-            job["id"], error, {"error": error},
-        )
-        return _finished(row)
-    await conn.execute(
-        f"UPDATE jobs SET status = 'queued', lease_expires_at = {_LEASE}, updated_at = now(), "  # noqa: S608
-        "dispatched_at = now() WHERE id = $1",
-        job["id"], lease_s,
-    )
-    reason = "worker lost (lease expired)" if was_running else "not picked up within the lease"
-    await add_event(conn, job["id"], "requeued", {"reason": reason, "attempt": job["attempts"]})
-    return None
-
-
-async def sweep_undispatched(conn: asyncpg.Connection, *, grace_s: float, limit: int = 200) -> list[str]:
-    """Queued jobs whose message was due more than `grace_s` ago and is still unclaimed: lost (the
-    broker dropped it, or a runner failed before its claim). Their dispatch time is set to now, so
-    each is sent again once per grace period, not on every sweep; the caller sends them."""
-    rows = await conn.fetch(
-        """
-        WITH due AS (
-            SELECT id FROM jobs
-            WHERE status = 'queued' AND dispatched_at < now() - make_interval(secs => $1)
-            ORDER BY dispatched_at LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED
-        ), resent AS (
-            UPDATE jobs SET dispatched_at = now() FROM due WHERE jobs.id = due.id RETURNING jobs.id, jobs.attempts
-        ), requeued AS (
-            INSERT INTO job_events (job_id, kind, data)
-            SELECT id, 'requeued', jsonb_build_object('reason', 'message lost (not claimed in time)',
-                                                      'attempt', attempts) FROM resent
-        )
-        SELECT id FROM resent
-        """,
-        grace_s, limit,
-    )
-    return [r["id"] for r in rows]
 
 
 async def count_by_source(conn: asyncpg.Connection) -> dict[str, dict[str, int]]:

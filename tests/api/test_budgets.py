@@ -156,11 +156,11 @@ def test_usage_shows_only_the_keys_own_spend_and_the_audit_rows_carry_cost(
 
 
 def test_a_spent_up_key_gets_429_over_mcp_too(api: ApiServer, settings: Settings) -> None:
-    from tests.api.test_mcp import _call, _text
+    from tests.api.mcp_support import call_tool, text_of
 
     key = issue_key(settings, "zero", budgets=BudgetLimits(monthly_tokens=0))
-    result = _call(api, key.token, "SearchArticles", {"text": "ruby"})
-    assert result.is_error is True and "monthly budget of 0 tokens" in _text(result)
+    result = call_tool(api, key.token, "SearchArticles", {"text": "ruby"})
+    assert result.is_error is True and "monthly budget of 0 tokens" in text_of(result)
     assert result.meta is not None and result.meta["turnout/error"]["code"] == "budget_exceeded"
     first_of_next = (datetime.now(UTC).date().replace(day=28) + timedelta(days=4)).replace(day=1)
     assert result.meta["turnout/error"]["details"]["resetAt"] == f"{first_of_next.isoformat()}T00:00:00Z"

@@ -187,6 +187,22 @@ def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], brow
     assert state["ready"] == "true" and not state["dialogOpen"]
     assert state["hash"] == "" and state["keyStored"]  # the key left the URL for the tab's storage
 
+    _check_figures(stack, state, summary, work)
+    _check_charts(state, summary)
+    assert state["scrollWidth"] <= VIEWPORT["width"]  # no sideways scrolling on a laptop screen
+    _screenshot(browser, ARTIFACTS / "dashboard.png", VIEWPORT["width"])
+
+    # A smaller laptop, the hour view: still no sideways scrolling, charts redrawn to fit.
+    browser.send("Runtime.evaluate", expression="document.querySelector('[data-window=\"60\"]').click()")
+    _screenshot(browser, ARTIFACTS / "dashboard-1280.png", 1280)
+    small = _page_state(browser)
+    assert small["scrollWidth"] <= 1280
+    assert len(small["charts"]["tokens"]["series"]["input"]) == 60
+    assert all(c["points"] > 0 and c["width"] < state["charts"]["depth"]["width"] for c in small["charts"].values())
+
+
+def _check_figures(stack: OpsStack, state: dict[str, Any], summary: dict[str, Any], work: Work) -> None:
+    """Every figure the page shows is the API's (`/v1/ops/queues`, `/v1/ops/health`) and the work done."""
     m = state["metrics"]
     jobs = summary["jobs"]["byStatus"]
     assert jobs == work.jobs
@@ -229,28 +245,21 @@ def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], brow
     assert state["health"] == {name: check["status"] for name, check in
                                stack.client().get("/v1/ops/health").json()["checks"].items()}
 
+
+def _check_charts(state: dict[str, Any], summary: dict[str, Any]) -> None:
+    """Every chart drew something, and its series are the API's."""
     charts = state["charts"]
     assert set(charts) == {"depth", "throughput", "latency", "failures", "tokens", "webhooks"}
     for name, chart in charts.items():
         assert chart["points"] > 0, f"chart {name} drew nothing"
         assert chart["marks"] > 0 and chart["width"] > 250
-    assert charts["depth"]["series"]["router"][-1] == router["depth"]
+    assert charts["depth"]["series"]["router"][-1] == next(q["depth"] for q in summary["queues"] if q["name"] == "router")
     window = 15
     assert charts["tokens"]["series"]["input"] == summary["series"]["llmInputTokens"][-window:]
     assert sum(charts["tokens"]["series"]["output"]) == sum(summary["series"]["llmOutputTokens"][-window:]) > 0
     assert charts["tokens"]["points"] >= 7  # LLM calls in seven different minutes
-    assert sum(charts["failures"]["series"]["failed"]) == failed_5m
+    assert sum(charts["failures"]["series"]["failed"]) == sum(q["windows"]["5m"]["failed"] for q in summary["queues"])
     assert charts["webhooks"]["series"]["delivered"] == summary["series"]["webhookDelivered"][-window:]
-    assert state["scrollWidth"] <= VIEWPORT["width"]  # no sideways scrolling on a laptop screen
-    _screenshot(browser, ARTIFACTS / "dashboard.png", VIEWPORT["width"])
-
-    # A smaller laptop, the hour view: still no sideways scrolling, charts redrawn to fit.
-    browser.send("Runtime.evaluate", expression="document.querySelector('[data-window=\"60\"]').click()")
-    _screenshot(browser, ARTIFACTS / "dashboard-1280.png", 1280)
-    small = _page_state(browser)
-    assert small["scrollWidth"] <= 1280
-    assert len(small["charts"]["tokens"]["series"]["input"]) == 60
-    assert all(c["points"] > 0 and c["width"] < state["charts"]["depth"]["width"] for c in small["charts"].values())
 
 
 def _screenshot(tools: DevTools, path: Path, width: int) -> None:
@@ -278,7 +287,8 @@ def _jobs_view(tools: DevTools) -> dict[str, Any]:
         const detail = document.getElementById('job-detail');
         return {
             loads: Number(view.dataset.loads), query: view.dataset.query || '',
-            rows: [...document.querySelectorAll('#job-rows tr')].map(r => [r.dataset.jobId, r.dataset.status]),
+            rows: [...document.querySelectorAll('#job-rows tr')].map(r => [r.dataset.jobId, r.dataset.status,
+                   r.querySelector('td.rating').textContent, r.querySelector('td.rating').title]),
             empty: !document.getElementById('jobs-empty').hidden,
             error: document.getElementById('jobs-error').hidden ? null : document.getElementById('jobs-error').textContent,
             detail: detail.hidden ? null : detail.dataset.jobId,
@@ -300,15 +310,26 @@ def test_jobs_view_lists_filters_searches_and_opens_a_job(busy_stack: tuple[OpsS
 
     def listed(**params: Any) -> list[list[str]]:
         page = admin.get("/v1/jobs", params={"apiKeyId": "*", "limit": 20, **params}).json()
-        return [[item["id"], item["status"]] for item in page["items"]]
+        return [[item["id"], item["status"], (item["feedback"] or {}).get("rating", ""),
+                 (item["feedback"] or {}).get("comment") or ""] for item in page["items"]]
 
+    def shown_as_listed(after: int, query_part: str = "", **params: Any) -> dict[str, Any]:
+        # Jobs are in flight on this stack: the page refreshes every second until it shows what the API lists.
+        return wait_until(lambda: (s := _jobs_loaded(browser, after, query_part))["rows"] == listed(**params) and s,
+                          timeout=20, what="the jobs view to show the API's listing")
+
+    succeeded = next(row[0] for row in listed() if row[1] == "succeeded")
+    with stack.client(stack.user.token) as owner:  # the owner's rating shows on the row, its comment on hover
+        rated = owner.post(f"/v1/jobs/{succeeded}/feedback", json={"rating": "down", "comment": "wrong period"})
+    assert rated.status_code == 200, rated.text
     _load(browser, f"{stack.api.base_url}/v1/ops/dashboard?refresh=1#key={stack.admin.token}")
-    state = _jobs_loaded(browser, 0)
-    assert state["rows"] == listed() and len(state["rows"]) == 20  # every key's newest jobs, as the API lists them
+    state = shown_as_listed(0)
+    assert len(state["rows"]) == 20  # every key's newest jobs, as the API lists them
+    assert [succeeded, "succeeded", "down", "wrong period"] in state["rows"]
 
     browser.evaluate("document.querySelector('[data-job-status=\"failed\"]').click()")
-    state = _jobs_loaded(browser, state["loads"], "status=failed")
-    assert state["rows"] == listed(status="failed") and {s for _, s in state["rows"]} == {"failed"}
+    state = shown_as_listed(state["loads"], "status=failed", status="failed")
+    assert {row[1] for row in state["rows"]} == {"failed"}
     assert len(state["rows"]) == work.jobs["failed"]
 
     def search(words: str) -> None:
@@ -319,8 +340,8 @@ def test_jobs_view_lists_filters_searches_and_opens_a_job(busy_stack: tuple[OpsS
     state = _jobs_loaded(browser, state["loads"], "q=nothing")
     assert state["rows"] == [] and state["empty"] and state["error"] is None
     search("figures")
-    state = _jobs_loaded(browser, state["loads"], "q=figures")
-    assert state["rows"] == listed(status="failed", q="figures") != []
+    state = shown_as_listed(state["loads"], "q=figures", status="failed", q="figures")
+    assert state["rows"] != []
 
     job_id = state["rows"][0][0]
     browser.evaluate(f"document.querySelector('#job-rows tr[data-job-id=\"{job_id}\"]').click()")

@@ -18,8 +18,8 @@ from mcp.shared.exceptions import MCPError
 
 from infra.db.api_keys import IssuedKey
 from infra.settings import Settings
+from tests.api.mcp_support import CLIENT_INFO, ROOT, mcp_http
 from tests.api.support import ApiServer, issue_key, query, settings_env
-from tests.api.test_mcp import CLIENT_INFO, ROOT, mcp_http
 from tests.support.llm_server import Delay, ScriptedLLM, ToolCall
 
 pytestmark = pytest.mark.usefixtures("celery_worker", "shared_corpus")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
+from infra.results import Language
 from infra.settings import Settings
 from router.fallback import fallback_decision
 from router.material_language import language_cues, material_language
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.usefixtures("shared_corpus")
     ],
 )
 async def test_fallback_search_follows_the_seed_rule(
-    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, question: str, client_language: str | None,
+    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, question: str, client_language: Language | None,
     expected: str | None,
 ) -> None:
     llm.fail_every_call()

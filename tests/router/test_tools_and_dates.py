@@ -13,6 +13,7 @@ from retrieval.search import search_args_schema
 from router.dates import check_against_question, find_date_expectation
 from router.fallback import fallback_decision
 from router.gate import check_request
+from router.gateway import check_wired
 from router.language import detect_language
 from router.tools import (
     ASK,
@@ -71,6 +72,12 @@ def test_name_collision_fails_start_up_naming_both_tools() -> None:
     message = str(caught.value)
     assert "'Search.Articles'" in message and "'Search_Articles'" in message
     assert isinstance(caught.value, ConfigError)  # the CLI and workers stop with a configuration error
+
+
+def test_every_registered_tool_is_wired_in_the_gateway_or_start_up_stops() -> None:
+    check_wired(default_registry())  # the three tools: validated and run by their steps
+    with pytest.raises(ConfigError, match="ArticlesByAuthor are registered but not wired"):
+        check_wired(ToolRegistry([*default_registry().specs, _spec("ArticlesByAuthor")]))
 
 
 def _ago(expr: str) -> date:

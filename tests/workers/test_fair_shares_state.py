@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from infra.db import fair_shares as fair_db
+from infra.db import job_sweeps
 from infra.db import jobs as jobs_db
 from infra.db.api_keys import create_key
 from infra.db.job_cancel import request_cancel
@@ -60,9 +61,9 @@ async def test_jobs_over_the_cap_are_parked_and_never_claimed_nor_swept(pool: as
         assert await fair_db.in_flight(conn, key_id) == (2, 1)
         assert await jobs_db.claim_job(conn, third.id, lease_s=LEASE_S) is None  # a stray message runs nothing
         await conn.execute("UPDATE jobs SET updated_at = now() - interval '1 day' WHERE id = $1", third.id)
-        swept = await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
+        swept = await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
         assert third.id not in swept.requeued and third.id not in [f.job.id for f in swept.failed]
-        assert third.id not in await jobs_db.sweep_undispatched(conn, grace_s=0)
+        assert third.id not in await job_sweeps.sweep_undispatched(conn, grace_s=0)
         row = await jobs_db.get_job(conn, third.id)
         assert row is not None and row.parked and row.attempts == 0
         events = await conn.fetch("SELECT kind, data FROM job_events WHERE job_id = $1", third.id)

@@ -9,7 +9,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from infra.db import job_cancel
+from infra.db import job_cancel, job_sweeps
 from infra.db import jobs as jobs_db
 from infra.db.api_keys import create_key
 from infra.status import JobStatus
@@ -118,7 +118,7 @@ async def test_the_sweeper_cancels_a_lost_job_whose_cancel_was_requested(pool: a
         job = await _running(conn)
         await job_cancel.request_cancel(conn, job.id, api_key_id=job.api_key_id or "")
         await conn.execute("UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", job.id)
-        swept = await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
+        swept = await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
         assert job.id not in swept.requeued  # not run again: its client asked to stop it
         ended = [f for f in swept.failed if f.job.id == job.id]
         assert len(ended) == 1 and ended[0].job.status is JobStatus.CANCELLED and ended[0].delivery_id is not None

@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 import redis.exceptions
 
+from infra.db import job_sweeps
 from infra.db import jobs as jobs_db
 from infra.db.api_keys import create_key
 from infra.db.audit import AuditEvent, list_audit_events
@@ -209,7 +210,7 @@ async def test_the_lease_is_renewed_while_routing(
     async def route(deps: Any, req: Any, *, on_event: Any, **_: Any) -> QuestionResult:
         await asyncio.sleep(1.5)  # two and a half leases
         async with pool.acquire() as conn:  # the sweeper runs while the job is still routing
-            swept_meanwhile.append((await jobs_db.sweep_expired(conn, lease_s=60, max_attempts=3)).requeued)
+            swept_meanwhile.append((await job_sweeps.sweep_expired(conn, lease_s=60, max_attempts=3)).requeued)
         return _search_result()
 
     _route(monkeypatch, route)

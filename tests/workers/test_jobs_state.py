@@ -9,6 +9,7 @@ import asyncio
 import asyncpg
 import pytest
 
+from infra.db import job_sweeps
 from infra.db import jobs as jobs_db
 from infra.db import webhooks as webhooks_db
 from infra.db.api_keys import create_key
@@ -73,7 +74,7 @@ async def test_a_lost_worker_is_fenced_off_after_the_sweep(pool: asyncpg.Pool) -
         job = await _new_job(conn)
         assert await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S) is not None
         await _expire_lease(conn, job.id)  # the worker died (or froze) past its lease
-        swept = await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
+        swept = await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
         assert job.id in swept.requeued and swept.failed == []
         assert (await jobs_db.get_job(conn, job.id)).status is JobStatus.QUEUED  # type: ignore[union-attr]
         second = await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S)
@@ -128,12 +129,12 @@ async def test_the_sweeper_leaves_live_leases_alone_and_resends_lost_queued_jobs
         waiting = await _new_job(conn)
         lost = await _new_job(conn)
         await _expire_lease(conn, lost.id)  # queued, but its message never arrived
-        swept = await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
+        swept = await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
         assert lost.id in swept.requeued
         assert running.id not in swept.requeued and waiting.id not in swept.requeued
         assert (await _kinds(conn, lost.id))[-1] == "requeued"
         # Requeued with a fresh lease: the next sweep does not send it again.
-        assert lost.id not in (await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)).requeued
+        assert lost.id not in (await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)).requeued
 
 
 async def test_a_job_that_keeps_killing_workers_fails_with_one_webhook(pool: asyncpg.Pool) -> None:
@@ -142,10 +143,10 @@ async def test_a_job_that_keeps_killing_workers_fails_with_one_webhook(pool: asy
         for attempt in (1, 2):
             assert (await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S)).attempts == attempt  # type: ignore[union-attr]
             await _expire_lease(conn, job.id)
-            assert job.id in (await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)).requeued
+            assert job.id in (await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)).requeued
         await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S)  # the third and last run is lost too
         await _expire_lease(conn, job.id)
-        swept = await jobs_db.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
+        swept = await job_sweeps.sweep_expired(conn, lease_s=LEASE_S, max_attempts=3)
         [failed] = [f for f in swept.failed if f.job.id == job.id]
         assert failed.job.status is JobStatus.FAILED and failed.job.error["code"] == "worker_lost"  # type: ignore[index]
         assert failed.delivery_id is not None
@@ -169,16 +170,16 @@ async def test_release_after_a_transient_error_then_run_again(pool: asyncpg.Pool
 async def test_a_queued_job_unclaimed_past_the_grace_is_sent_again_once_per_grace(pool: asyncpg.Pool) -> None:
     async with pool.acquire() as conn:
         job = await _new_job(conn, webhook=None)
-        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # its message is fresh
+        assert job.id not in await job_sweeps.sweep_undispatched(conn, grace_s=30)  # its message is fresh
         await conn.execute("UPDATE jobs SET dispatched_at = now() - interval '31 seconds' WHERE id = $1", job.id)
-        assert job.id in await jobs_db.sweep_undispatched(conn, grace_s=30)
-        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # sent now: not again at once
+        assert job.id in await job_sweeps.sweep_undispatched(conn, grace_s=30)
+        assert job.id not in await job_sweeps.sweep_undispatched(conn, grace_s=30)  # sent now: not again at once
         claimed = await jobs_db.claim_job(conn, job.id, lease_s=LEASE_S)
         assert claimed is not None and claimed.attempts == 1  # the re-sent message claims it as usual
         await conn.execute("UPDATE jobs SET dispatched_at = now() - interval '1 hour' WHERE id = $1", job.id)
-        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # running: not the sweep's
+        assert job.id not in await job_sweeps.sweep_undispatched(conn, grace_s=30)  # running: not the sweep's
         assert await jobs_db.release_job(conn, job.id, attempt=1, retry_in_s=90, reason="r", message_in_s=60)
-        assert job.id not in await jobs_db.sweep_undispatched(conn, grace_s=30)  # its retry is due in 60 s
+        assert job.id not in await job_sweeps.sweep_undispatched(conn, grace_s=30)  # its retry is due in 60 s
         assert await _kinds(conn, job.id) == ["queued", "requeued", "running", "requeued"]
 
 

@@ -43,13 +43,13 @@ from infra.db.journal import Narration
 from infra.db.pool import DatabaseUnavailable
 from infra.messages.job import JobMessage
 from infra.pages import put_page
-from infra.results import QuestionResult
+from infra.results import QuestionResult, as_language
 from infra.settings import Settings, get_settings
 from infra.status import JobPriority, JobStatus, Queue
 from infra.transient import DEPENDENCY_DOWN
 from router.errors import RoutingFailed
 from router.hooks import RunHooks
-from router.language import warm_up
+from router.language import load_detector
 from router.service import RouteRequest, route_question
 from workers import registry
 from workers._db_retry import with_db_retries
@@ -112,7 +112,7 @@ class JobSlots:
         if worker.concurrency is not None and worker.queues - {Queue.ROUTER.value}:
             self._sizing = (max(1, worker.concurrency - 1), worker.concurrency)
             self.slots = threading.BoundedSemaphore(self._sizing[0])
-        warm_up()
+        load_detector()
 
     def stop(self, worker: WorkerContext) -> None:
         self.slots, self._sizing = None, None
@@ -248,8 +248,9 @@ async def _job_request(pool: asyncpg.Pool, job: jobs_db.JobRow) -> RouteRequest:
             row = await jobs_db.get_job(conn, job.previous_job_id)
         previous = PreviousTurn.from_job(row) if row is not None else None
     return RouteRequest(
-        question=job.question, answer_language=job.answer_language, page_size=job.page_size, job_id=job.id,
-        tool_call=job.tool_call, client_language=job.language, previous=previous,
+        question=job.question, answer_language=as_language(job.answer_language, name="answer_language"),
+        page_size=job.page_size, job_id=job.id, tool_call=job.tool_call, client_language=as_language(job.language),
+        previous=previous,
     )
 
 

@@ -9,7 +9,7 @@ import socket
 from infra.db import budgets as budgets_db
 from infra.db import fair_shares as fair_db
 from infra.db import job_retry_runs as retry_runs_db
-from infra.db import jobs as jobs_db
+from infra.db import job_sweeps
 from infra.db import webhooks as webhooks_db
 from infra.settings import Settings
 from infra.status import JobPriority, Queue
@@ -54,13 +54,13 @@ async def sweep_once(rt: Runtime) -> dict[str, int]:
     settings = rt.settings
     pool = await rt.pool()
     async with pool.acquire() as conn:
-        swept = await jobs_db.sweep_expired(conn, lease_s=settings.job_lease_s, max_attempts=settings.job_max_attempts)
+        swept = await job_sweeps.sweep_expired(conn, lease_s=settings.job_lease_s, max_attempts=settings.job_max_attempts)
         # A due delivery's own countdown message normally claims it within moments; one still
         # due after two sweeps lost its message (or its delay was too long for a message).
         overdue = await webhooks_db.take_overdue(conn, grace_s=2 * settings.job_sweep_interval_s + 5)
         # With messages waiting on the router queue (a backlog), an unclaimed job is most likely
         # one of them: sending it again would only grow the backlog; its lease still bounds it.
-        undispatched = await jobs_db.sweep_undispatched(conn, grace_s=dispatch_grace_s(settings)) \
+        undispatched = await job_sweeps.sweep_undispatched(conn, grace_s=dispatch_grace_s(settings)) \
             if await _router_queue_empty(rt) else []
         stalled_retry_runs = await retry_runs_db.stalled_runs(conn, idle_s=RETRY_RUN_IDLE_S)
         # Budget holds of LLM calls that never settled (a worker died mid-call): given back.

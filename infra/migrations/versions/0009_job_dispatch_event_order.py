@@ -3,7 +3,7 @@
 `jobs.dispatched_at`: when the job's `run_job` message was (last) due on the router queue: its
 creation, a re-send by the sweeper, or the end of a retry's pause. A job still queued two sweep
 intervals after it lost its message (the broker dropped it, a failure before the claim) and the
-sweeper sends it again (`infra/db/jobs.py` `sweep_undispatched`), instead of waiting out its lease.
+sweeper sends it again (`infra/db/job_sweeps.py` `sweep_undispatched`), instead of waiting out its lease.
 
 `job_events` ids per job in the order the rows commit: an event's id is taken after a per-job
 transaction-scoped advisory lock, held until the writer commits, so two writers of one job (the
