@@ -104,12 +104,11 @@ def _where(flt: SearchFilter, match: TextMatch | None) -> _Statement:
     if flt.created_before is not None:
         stmt.where.append(f"l.created_at < {stmt.bind(flt.created_before)}")
     if isinstance(match, FullTextMatch):
-        stmt.where.append(fulltext_condition(stmt.bind(match.text), languages))
+        stmt.where.append(fulltext_condition(stmt.bind(match.text), languages, match.text))
     elif isinstance(match, AnyWordsMatch):
         if not match.words:
             raise ValueError("a relaxed match needs at least one word")
-        words = [stmt.bind(word) for word in match.words]
-        stmt.where.append("(" + " OR ".join(fulltext_condition(w, languages) for w in words) + ")")
+        stmt.where.append("(" + " OR ".join(fulltext_condition(stmt.bind(w), languages, w) for w in match.words) + ")")
     elif isinstance(match, PartialMatch):
         if not match.terms:
             raise ValueError("a partial match needs at least one term")
@@ -124,26 +123,49 @@ def _where(flt: SearchFilter, match: TextMatch | None) -> _Statement:
     return stmt
 
 
-def _query(text: str, own: str) -> str:
+def _query(text: str, own: str, configs: Sequence[str] | None = None) -> str:
     """``text`` as a tsquery under the row language's configuration OR'ed with the other languages':
     a cross-language text (German words around an English name over English rows) is not
     blocked by one language's stop words ("und", "über" are words to `english`); each row's
-    vector stays in its own configuration, so its own stemmer still decides word forms."""
-    configs = [own, *(cfg for cfg in TS_CONFIG.values() if cfg != own)]
+    vector stays in its own configuration, so its own stemmer still decides word forms.
+    ``configs``: the configurations to parse it under (default: every language's)."""
+    configs = configs or [own, *(cfg for cfg in TS_CONFIG.values() if cfg != own)]
     return "(" + " || ".join(f"websearch_to_tsquery('{cfg}', {text})" for cfg in configs) + ")"
 
 
-def fulltext_condition(text: str, languages: Sequence[str]) -> str:
-    """The rows of ``languages`` whose vector matches the bound ``text`` (a ``$n``)."""
-    per_language = [
-        f"(l.language = '{lang}' AND l.search_vector @@ {_query(text, TS_CONFIG[lang])})" for lang in languages
-    ]
+def distinct_parses(value: str, own: str) -> list[str]:
+    """The configurations whose parses of ``value`` can differ, ``own`` first: a parse another one
+    equals adds nothing to the OR but doubles the index work (the search's p95 did, measured in
+    bench/search_bench.py). When every letter is ASCII, `russian` parses as `english` (Postgres
+    maps every ASCII token type of `russian` to `english_stem`); when every letter is Cyrillic,
+    `english` and `german` parse alike (neither stems Cyrillic nor lists it as a stop word; the
+    same for every Cyrillic word of the shared corpus, 6,923)."""
+    configs = [own, *(cfg for cfg in TS_CONFIG.values() if cfg != own)]
+    letters = [ch for ch in value if ch.isalpha()]
+    if all(ch.isascii() for ch in letters):
+        alike = ("russian", "english")
+    elif all("а" <= ch.lower() <= "я" or ch.lower() == "ё" for ch in letters):
+        alike = ("german", "english")
+    else:
+        return configs
+    drop = alike[0] if alike[0] != own else alike[1]
+    return [cfg for cfg in configs if cfg != drop]
+
+
+def fulltext_condition(text: str, languages: Sequence[str], value: str | None = None) -> str:
+    """The rows of ``languages`` whose vector matches the bound ``text`` (a ``$n``); with its
+    ``value``, parsed only under the configurations that can differ (`distinct_parses`)."""
+    per_language = []
+    for lang in languages:
+        own = TS_CONFIG[lang]
+        configs = distinct_parses(value, own) if value is not None else None
+        per_language.append(f"(l.language = '{lang}' AND l.search_vector @@ {_query(text, own, configs)})")
     return "(" + " OR ".join(per_language) + ")"
 
 
 def _words_present(stmt: _Statement, words: Sequence[str], languages: Sequence[str]) -> str:
     """How many of ``words`` a row holds (each bound again: the ORDER BY comes after the WHERE)."""
-    return " + ".join(f"({fulltext_condition(stmt.bind(w), languages)})::int" for w in words)
+    return " + ".join(f"({fulltext_condition(stmt.bind(w), languages, w)})::int" for w in words)
 
 
 def _rank(stmt: _Statement, words: Sequence[str], languages: Sequence[str]) -> str:
@@ -195,7 +217,7 @@ async def count_words(conn: asyncpg.Connection, flt: SearchFilter, words: Sequen
     stmt = _where(flt, None)
     languages = _languages(flt)
     where = [c for c in stmt.where if c not in _VISIBLE] or ["true"]
-    counts = ", ".join(f"count(*) FILTER (WHERE {fulltext_condition(stmt.bind(w), languages)})" for w in words)
+    counts = ", ".join(f"count(*) FILTER (WHERE {fulltext_condition(stmt.bind(w), languages, w)})" for w in words)
     sql = f"SELECT {counts} FROM localization_search l WHERE " + " AND ".join(where)  # noqa: S608 (constant fragments)
     row = await conn.fetchrow(sql, *stmt.params)
     assert row is not None
