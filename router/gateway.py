@@ -311,6 +311,8 @@ def _future_reason(phrase: str, start: date | None, end: date | None, today: dat
 def _without_words(text: str, words: tuple[str, ...]) -> str:
     drop = {w.casefold() for phrase in words for w in phrase.split()}
     return " ".join(w for w in text.split() if w.strip(".,;:!?()\"'").casefold() not in drop)
+
+
 class Gateway:
     """Validate -> execute -> audit, for one job."""
 

@@ -58,6 +58,7 @@ __all__ = [
     "decide_question", "route_question",
 ]
 
+
 async def route_question(
     deps: RouterDeps,
     req: RouteRequest,
@@ -405,6 +406,7 @@ class _Run:
     def _refused(self, reason: str, *, routed_by: str) -> QuestionResult:
         return refusal(self.req.answer_language or self.user_language, routed_by=routed_by,
                        routed_reason=self.routed_reason or reason, usage=self.budget.usage.model_copy())
+
 
 class _DecidingRun(_Run):
     """A decide-only run (`decide_question`, the eval harness): routed as a job is, but its tool

@@ -76,6 +76,7 @@ JOURNAL_LINGER_S = 0.1
 
 Outcome = Literal["skipped", "succeeded", "failed", "cancelled", "released", "lost"]
 
+
 def _limit(settings: Settings) -> float:
     return settings.limits.job_deadline_s + DEADLINE_GRACE_S + 30
 
