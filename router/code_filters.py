@@ -7,8 +7,9 @@ the topic; code fills what the question itself names, read by the question reade
 (`router.reader`, through `router.question_reading.read_question`): the period, `sort`, an answer
 language asked for, and the question for the answering tools. A period cue the reader could not
 read is asked of the model in a closed schema first (`router.period_question`, through
-`CodeFilling`). The articles' `language` is set by the gateway, as for every call. What code reads wins over what a model sent; what code does not read stays the
-model's and is validated like any argument.
+`CodeFilling`). The articles' `language` is set by the gateway, as for every call. What code
+reads wins over what a model sent; what code does not read stays the model's and is validated
+like any argument.
 """
 
 from __future__ import annotations
