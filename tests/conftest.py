@@ -99,18 +99,24 @@ def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
 
 # A test with one of these may make jobs the session's workers run (once any test started them).
 _JOB_MAKERS = frozenset({"celery_worker", "api", "client", "idle_api", "idle_client", "llm"})
+# A test with the session database's pool may insert job rows itself (a queued job for the infra
+# tests, a row for audit rows to reference): the sweeper sends such a job to the session's workers
+# once its lease runs out, and its routing would take a later test's scripted replies.
+_JOB_ROW_MAKERS = frozenset({"db"})
 
 
 @pytest.fixture(autouse=True)
 def no_jobs_left_running(request: pytest.FixtureRequest) -> Iterator[None]:
     """The session's workers are shared: a job a test left behind (it failed before waiting for
-    its jobs, or never waits for them) would take the next test's scripted replies."""
-    if not _JOB_MAKERS.intersection(request.fixturenames):
+    its jobs, never waits for them, or only inserted its row) would take a later test's scripted
+    replies."""
+    makers = bool(_JOB_MAKERS.intersection(request.fixturenames))
+    if not makers and not _JOB_ROW_MAKERS.intersection(request.fixturenames):
         yield
         return
     started = datetime.now(UTC)
     yield
-    _end_leftover_jobs(started)
+    _end_leftover_jobs(started, wait=makers)
 
 
 LEFTOVER_JOBS_TIMEOUT_S = 60.0
@@ -139,14 +145,22 @@ async def _until_none_runs(conn: asyncpg.Connection) -> None:
         await asyncio.sleep(0.1)
 
 
-def _end_leftover_jobs(since: datetime) -> None:
+def _end_leftover_jobs(since: datetime, *, wait: bool) -> None:
     """Cancel what the test left (queued and parked ones at once, running ones at their next safe
-    point), then wait until no job runs."""
+    point), then, when it left any or could have started jobs (`wait`), wait until no job runs."""
     async def end() -> None:
         from infra.db.job_cancel import request_cancel
         from infra.db.pool import create_pool
 
-        pool = await create_pool(services.dsn_for(TEST_DATABASE), min_size=1, max_size=1)  # its JSON codecs
+        dsn = services.dsn_for(TEST_DATABASE)
+        if not wait:  # most tests with a pool make no job: one plain query says so
+            conn = await asyncpg.connect(dsn)
+            try:
+                if not await conn.fetch(_LEFT_BY_TEST, since):
+                    return
+            finally:
+                await conn.close()
+        pool = await create_pool(dsn, min_size=1, max_size=1)  # its JSON codecs
         try:
             async with pool.acquire() as conn:
                 for row in await conn.fetch(_LEFT_BY_TEST, since):
