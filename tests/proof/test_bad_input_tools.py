@@ -155,6 +155,17 @@ def fuzz_dsn(test_environment: None) -> Iterator[str]:
         yield dsn
 
 
+@pytest.fixture
+def own_llm() -> Iterator[ScriptedLLM]:
+    """A scripted model of this test's own: the session's workers call the shared one, and a job
+    they route meanwhile (one another test left) must not take this test's scripted replies."""
+    server = ScriptedLLM().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.Runner]:
     with asyncio.Runner() as runner:
@@ -169,8 +180,10 @@ async def _route(deps: RouterDeps, question: str) -> QuestionResult | RoutingFai
 
 
 def test_the_router_survives_fuzzed_calls_from_the_model(
-    settings: Settings, llm: ScriptedLLM, fuzz_dsn: str, loop: asyncio.Runner
+    settings: Settings, own_llm: ScriptedLLM, fuzz_dsn: str, loop: asyncio.Runner
 ) -> None:
+    llm = own_llm
+    settings = settings.model_copy(update={"llm_base_url": own_llm.base_url})
     pool = loop.run(create_pool(fuzz_dsn, min_size=1, max_size=4))
     executor = RecordingExecutor(InProcessExecutor(pool))  # no RAG context: an accepted ask fails as tool_failed
     registry = default_registry()
