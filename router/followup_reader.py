@@ -26,7 +26,7 @@ from router.followup_paging import PAGE_WORDS, STEP_WORDS, read_page_move, read_
 from router.followup_previous import read_against_previous
 from router.followup_removal import cut_removals
 from router.followup_spelling import Speller
-from router.question_reading import topic_words
+from router.question_reading import keywords
 from router.reader import ORDER_WORDS, QuestionCues, read_cues
 from router.reader import words_pattern as _r
 
@@ -153,7 +153,7 @@ def read_filter_change(tool: str | None, previous: dict[str, Any], text: str, to
     paging.update(moved)
     if paging.pop("unread", False) or _MORE_ABOUT.search(text):
         return None  # "more per page", "more on that": not a change the grammar reads
-    if any(not _filler(word) for word in (topic_words(_JOINERS.sub(" ", rest)) or "").split()):
+    if any(not _filler(word) for word in (keywords(_JOINERS.sub(" ", rest)) or "").split()):
         return None
     changes = {**_language_change(cues, "language" in removed), **_period_change(cues, today), **against.period,
                **paging}

@@ -20,7 +20,7 @@ from router.language import written_language
 from router.material_language import material_language
 from router.reader import DateExpectation, QuestionCues, read_cues
 
-__all__ = ["ASK_WORDS", "QuestionReading", "keywords", "read_question", "topic_words"]
+__all__ = ["ASK_WORDS", "QuestionReading", "keywords", "read_question"]
 
 _OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)", re.I | re.U)  # order words, not topic
 _STOPWORDS = frozenset(
@@ -49,17 +49,13 @@ _WORD = re.compile(r"[\w.+#-]+", re.U)
 
 
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
+    """The topic words of ``text``: without the request and collection words (None: nothing left)."""
     words = [w.strip(".-") for w in _WORD.findall(text)]
     kept = [
         w for w in words
         if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
     ]
     return " ".join(kept) or None
-
-
-def topic_words(text: str) -> str | None:
-    """The topic words of ``text``: without the request and collection words (None: nothing left)."""
-    return keywords(text)
 
 
 @dataclass(frozen=True)

@@ -179,5 +179,6 @@ BEFORE = frozenset({"before", "до", "vor", "раньше", "ранее"})
 UNTIL = frozenset({"until", "till", "through", "по", "bis"})
 IN = frozenset({"in", "during", "within", "from", "of", "for", "on", "at", "в", "во", "за", "на", "im", "während",
                 "aus", "von", "vom", "am", "um", "over", "around"})
+OPERATORS = IN | SINCE | AFTER | BEFORE | UNTIL | RANGE_OPEN  # every word that can open a period phrase
 ARTICLES = frozenset({"the", "dem", "den", "der", "des", "die", "das", "a"})
 YEAR_WORDS = frozenset({"год", "года", "году", "годом", "годы", "годами", "годах", "г", "jahr", "jahre", "jahres", "jahrs", "year"})

@@ -55,7 +55,6 @@ def _reads(tokens: list[Token], today: date) -> list[PhraseRead]:
     return reads
 
 
-_OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
 
 
 def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, int]]:
@@ -71,7 +70,7 @@ def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, 
             k = j - back
             if k < 0 or k in consumed or (spans and k <= spans[-1][1]):
                 break
-            if tokens[k].fold in _OPERATORS:
+            if tokens[k].fold in lx.OPERATORS:
                 first = k
                 break
             run = run and _periodish(tokens[k].fold)

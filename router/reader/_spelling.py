@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from functools import lru_cache
 
 from router.reader import _lexicon as lx
 from router.reader._tokens import Token
@@ -25,7 +26,6 @@ _MIN_TYPO_LENGTH = 5
 _SHORT_TYPO_LENGTH = 4
 _LATIN = "abcdefghijklmnopqrstuvwxyzäöüß"
 _CYRILLIC = "абвгдежзийклмнопрстуфхцчшщъыьэюя"
-_OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
 
 
 def _period_word(fold: str) -> bool:
@@ -58,8 +58,11 @@ def _short_edits(word: str) -> Iterator[str]:
             yield word[:i] + ch + word[i:]
 
 
+@lru_cache(maxsize=4096)
 def typo_correction(fold: str) -> str | None:
-    """The one period word ``fold`` is a typo of, or None (a known word, or none or several near)."""
+    """The one period word ``fold`` is a typo of, or None (a known word, or none or several near).
+    Cached: ~600 edits a word, and a question's words are read by the validator, the prompt, the
+    gate and the rules in turn."""
     if len(fold) < _SHORT_TYPO_LENGTH or not fold.isalpha() or _period_word(fold):
         return None
     edits = inner_edits(fold) if len(fold) >= _MIN_TYPO_LENGTH else _short_edits(fold)
@@ -90,7 +93,7 @@ def corrected(tokens: list[Token]) -> tuple[list[Token], set[int]]:
 def anchored(tokens: list[Token], first: int, next_index: int, changed: set[int]) -> bool:
     """A read phrase holding corrected words is trusted when it opens with an operator or holds
     a period word or a year typed right."""
-    if tokens[first].fold in _OPERATORS and first not in changed:
+    if tokens[first].fold in lx.OPERATORS and first not in changed:
         return True
     return any(j not in changed and (_period_word(tokens[j].fold) or tokens[j].text.isdigit())
                for j in range(first, next_index))
@@ -116,7 +119,7 @@ def _is_name(tokens: list[Token], i: int) -> bool:
     if i == 0 or tokens[i - 1].after.strip().endswith(_SENTENCE_END):
         return False  # a sentence's first word is capitalized whatever it is ("Show 2019 articles")
     fold = token.fold
-    return not (_period_word(fold) or fold in _OPERATORS or fold in lx.ARTICLES or fold in lx.YEAR_WORDS
+    return not (_period_word(fold) or fold in lx.OPERATORS or fold in lx.ARTICLES or fold in lx.YEAR_WORDS
                 or fold in lx.QUARTER_CODES or fold in lx.HALF_CODES or fold in lx.PARTS
                 or fold in _COLLECTION_NOUNS or _GERMAN_NOUN_ENDING.search(fold) or lx.month(fold) is not None)
 

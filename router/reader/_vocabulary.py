@@ -14,8 +14,6 @@ from router.reader._languages import _MENTION
 from router.reader._numbers import NUMBER_WORDS
 from router.reader._spelling import _meaning, _period_word
 
-_OPERATORS = lx.IN | lx.SINCE | lx.AFTER | lx.BEFORE | lx.UNTIL | lx.RANGE_OPEN
-
 # The nouns "language(s)" as the reader's all-languages phrases write them.
 LANGUAGE_NOUNS = frozenset({"language", "languages", "sprache", "sprachen", "язык", "языка", "языке", "языки",
                             "языках", "языков"})
@@ -45,10 +43,10 @@ def period_word_meaning(fold: str) -> tuple[str, object] | None:
 
 def operator_word(fold: str) -> str | None:
     """The period grammar's operator a word is ("since", "zwischen", "после"), or None."""
-    return fold if fold in _OPERATORS else None
+    return fold if fold in lx.OPERATORS else None
 
 
 def grammar_word(fold: str) -> bool:
     """A word the period grammar reads as it is: an operator, an article, a count, a period or year word."""
-    return _period_word(fold) or fold in _OPERATORS or fold in lx.ARTICLES or fold in lx.YEAR_WORDS \
+    return _period_word(fold) or fold in lx.OPERATORS or fold in lx.ARTICLES or fold in lx.YEAR_WORDS \
         or fold in lx.RANGE_JOIN or fold in lx.AGO or fold in NUMBER_WORDS
