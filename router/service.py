@@ -124,8 +124,7 @@ class _Run:
         self._rejected: set[str] = set()
         self.gate: GateVerdict | None = None  # the request gate's verdict, once it ran
 
-    def _decision_cache(self) -> DecisionCache | None:
-        # A follow-up means something else after another turn: never cached.
+    def _decision_cache(self) -> DecisionCache | None:  # a follow-up means another thing each turn: never cached
         if self.deps.redis is None or not self.deps.use_decision_cache or self.followup is not None:
             return None
         return DecisionCache(self.deps.redis, self.settings)
@@ -371,14 +370,16 @@ class _Run:
         return result
 
     def _rules(self) -> FallbackDecision:
-        """The rules' decision for this question (read once): used by the code-filled filters, the
-        no-request check and the fallback."""
-        return self.deterministic.rules(self.gate.question if self.gate is not None else self.question)
+        """The rules' decision (read once): for the code-filled filters and the fallback."""
+        return self.deterministic.rules(self._gated_question())
+
+    def _gated_question(self) -> str:  # what the rules read: the gate drops an injected clause
+        return self.gate.question if self.gate is not None else self.question
 
     async def _fallback(self, reason: str, *, cause: str) -> QuestionResult:
         bump(FALLBACKS, reason=cause)
         await self.emit("fallback", {"reason": reason})
-        decision, verdict = self.deterministic.call(self.gate.question if self.gate is not None else self.question)
+        decision, verdict = self.deterministic.call(self._gated_question())
         if verdict is None:
             await self.audit.record("fallback", outcome="refused", error=f"{reason}; {decision.reason}")
             self.routed_reason = f"{reason}; the deterministic router found no request either ({decision.reason})"
