@@ -49,10 +49,6 @@ class BudgetLimits:
         return self.daily_usd is None and self.monthly_usd is None and self.daily_tokens is None \
             and self.monthly_tokens is None
 
-    def limit(self, period: Period, unit: Unit) -> Decimal | int | None:
-        if period == "day":
-            return self.daily_usd if unit == "usd" else self.daily_tokens
-        return self.monthly_usd if unit == "usd" else self.monthly_tokens
 
 
 def month_start(day: date) -> date:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infra.budgets import BudgetLimits
-from infra.db.api_keys import create_key, key_budgets, list_keys, revoke_key, set_budgets
+from infra.db.api_keys import create_key, key_budgets, key_row_budgets, list_keys, revoke_key, set_budgets
 from infra.db.pool import create_pool
 from infra.settings import get_settings
 
@@ -120,8 +120,7 @@ def list_() -> None:
     rows = asyncio.run(_with_conn(list_keys))
     table = Table("id", "name", "admin", "created", "revoked", "budgets")
     for r in rows:
-        own = BudgetLimits(r["daily_budget_usd"], r["monthly_budget_usd"], r["daily_budget_tokens"],
-                           r["monthly_budget_tokens"])
+        own = key_row_budgets(r)
         table.add_row(r["id"], r["name"], "yes" if r["is_admin"] else "", str(r["created_at"])[:19],
                       str(r["revoked_at"] or "")[:19], _shown(own))
     out.print(table)

@@ -26,7 +26,8 @@ class ApiKey:
     budgets: BudgetLimits = field(default_factory=BudgetLimits)  # its own; unset ones follow the defaults
 
 
-def _budgets(row: asyncpg.Record) -> BudgetLimits:
+def key_row_budgets(row: asyncpg.Record) -> BudgetLimits:
+    """A key row's own budgets (its `*_budget_*` columns)."""
     return BudgetLimits(row["daily_budget_usd"], row["monthly_budget_usd"], row["daily_budget_tokens"],
                         row["monthly_budget_tokens"])
 
@@ -71,7 +72,7 @@ async def set_budgets(conn: asyncpg.Connection, key_id: str, budgets: BudgetLimi
 async def key_budgets(conn: asyncpg.Connection, key_id: str) -> BudgetLimits | None:
     """The key's own budgets (None: no such key)."""
     row = await conn.fetchrow(f"SELECT {_BUDGET_COLUMNS} FROM api_keys WHERE id = $1", key_id)  # noqa: S608
-    return _budgets(row) if row is not None else None
+    return key_row_budgets(row) if row is not None else None
 
 
 async def verify_token(conn: asyncpg.Connection, token: str) -> ApiKey | None:
@@ -85,7 +86,7 @@ async def verify_token(conn: asyncpg.Connection, token: str) -> ApiKey | None:
     )
     if row is None or not hmac.compare_digest(row["key_hash"], _hash(secret)):
         return None
-    return ApiKey(row["id"], row["name"], row["is_admin"], row["webhook_secret"], _budgets(row))
+    return ApiKey(row["id"], row["name"], row["is_admin"], row["webhook_secret"], key_row_budgets(row))
 
 
 async def revoke_key(conn: asyncpg.Connection, key_id: str) -> bool:

@@ -14,8 +14,6 @@ from typing import Any
 
 import asyncpg
 
-OPEN_STATUSES = ("queued", "running")
-
 
 @dataclass(frozen=True)
 class RetryRun:

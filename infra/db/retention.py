@@ -23,6 +23,10 @@ class Pruned:
     audit: int
     deliveries: int
 
+    def __add__(self, other: Pruned) -> Pruned:
+        return Pruned(self.jobs + other.jobs, self.events + other.events, self.audit + other.audit,
+                      self.deliveries + other.deliveries)
+
     def as_labels(self) -> dict[str, int]:
         return {"jobs": self.jobs, "events": self.events, "audit": self.audit, "deliveries": self.deliveries}
 

@@ -44,7 +44,7 @@ async def prune_once(rt: Runtime) -> dict[str, int]:
         for what, n in pruned.as_labels().items():
             if n:
                 counters.bump(counters.JOBS_PRUNED, n, what=what)  # flushed by the worker heartbeat
-        total = Pruned(*(a + b for a, b in zip(total.as_labels().values(), pruned.as_labels().values(), strict=True)))
+        total += pruned
         if pruned.jobs < settings.job_retention_batch:
             break
     if total.jobs:
