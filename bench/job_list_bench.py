@@ -33,7 +33,7 @@ from typing import Any
 import asyncpg
 
 from api.job_query import JobListQuery, encode_cursor, list_page
-from bench.report import render_rows
+from bench.report import nearest_rank, render_rows, timing_row
 from infra.db.api_keys import ApiKey
 from infra.db.pool import create_pool
 from infra.migrate import upgrade
@@ -88,11 +88,6 @@ async def load(conn: asyncpg.Connection, main_rows: int, other_rows: int, now: d
     return time.perf_counter() - started
 
 
-def _p(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 async def _timed(n: int, call: Callable[[int], Awaitable[Any]]) -> list[float]:
     out = []
     for i in range(n):
@@ -142,11 +137,6 @@ async def measure(pool: asyncpg.Pool, n: int, main_rows: int, now: datetime) -> 
     return {name: await _timed(n, call) for name, call in cases.items()}
 
 
-def _row(metric: str, value: float, baseline: float | None, target: str = "", unit: str = "ms") -> dict[str, Any]:
-    return {"metric": metric, "value": round(value, 2), "baseline": None if baseline is None else round(baseline, 2),
-            "ratio": None if not baseline else round(value / baseline, 2), "target": target, "unit": unit}
-
-
 LABELS = {
     "first": "first page (20 of 1M)", "deep": "page at a random depth", "failed": "status=failed, random depth",
     "failed_cancelled": "status=failed,cancelled, random depth", "tool": "tool=AskArticles, random depth",
@@ -170,12 +160,12 @@ async def run(dsn: str, n: int, main_rows: int, other_rows: int, *, loaded: bool
         samples = await measure(pool, n, main_rows, now)
     finally:
         await pool.close()
-    base95 = _p(samples["baseline"], 0.95)
+    base95 = nearest_rank(samples["baseline"], 0.95)
     target = f"p95 <= {TARGET_P95_MS:.0f} ms"
-    rows = [_row(f"{label} p95", _p(samples[name], 0.95), base95, target) for name, label in LABELS.items()]
-    rows.insert(1, _row("page at a random depth p50", _p(samples["deep"], 0.5), _p(samples["baseline"], 0.5)))
-    rows += [_row("baseline keyset SELECT id LIMIT 21 p95", base95, None),
-             _row(f"load {total} jobs + build indexes", load_s, None, unit="s")]
+    rows = [timing_row(f"{label} p95", nearest_rank(samples[name], 0.95), base95, target) for name, label in LABELS.items()]
+    rows.insert(1, timing_row("page at a random depth p50", nearest_rank(samples["deep"], 0.5), nearest_rank(samples["baseline"], 0.5)))
+    rows += [timing_row("baseline keyset SELECT id LIMIT 21 p95", base95, None),
+             timing_row(f"load {total} jobs + build indexes", load_s, None, unit="s")]
     return {"name": "job_list", "date": datetime.now(UTC).isoformat(), "rows": rows,
             "details": {"jobs": total, "main_key_jobs": main_rows, "pages_per_case": n,
                         "load_average_1m_at_end": round(os.getloadavg()[0], 2)}}

@@ -38,6 +38,18 @@ def machine() -> str:
     return f"{platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
+def nearest_rank(samples: list[float], q: float) -> float:
+    """The `q` quantile (0..1) of `samples`, the nearest rank (the search and job-list benchmarks)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timing_row(metric: str, value: float, baseline: float | None, target: str = "", unit: str = "ms") -> dict[str, Any]:
+    """One result row beside its in-run baseline, rounded to 0.01."""
+    return {"metric": metric, "value": round(value, 2), "baseline": None if baseline is None else round(baseline, 2),
+            "ratio": None if not baseline else round(value / baseline, 2), "target": target, "unit": unit}
+
+
 def render_rows(result: dict[str, Any], *, width: int) -> str:
     """One benchmark's rows as a table (metric, value, in-run baseline, ratio, target)."""
     lines = [f"{'metric':<{width}} {'value':>9} {'baseline':>9} {'ratio':>7}  target"]

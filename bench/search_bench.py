@@ -35,7 +35,7 @@ from typing import Any
 
 import asyncpg
 
-from bench.report import render_rows
+from bench.report import nearest_rank, render_rows, timing_row
 from infra.corpus import ArticleRecord, read_corpus
 from infra.db import search as search_db
 from infra.db.pool import create_pool
@@ -153,11 +153,6 @@ async def _timed(calls: list[Callable[[], Awaitable[Any]]]) -> list[float]:
     return samples
 
 
-def _p(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def _baseline_call(pool: asyncpg.Pool, q: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
     lo = datetime.fromisoformat(q["dateFrom"]).replace(tzinfo=UTC)
     hi = datetime.fromisoformat(q["dateTo"]).replace(tzinfo=UTC) + timedelta(days=1)
@@ -249,13 +244,6 @@ async def _interleaved(kinds: dict[str, list[Callable[[], Awaitable[Any]]]]) -> 
     return samples
 
 
-def _row(metric: str, value: float, baseline: float | None, target: str = "", unit: str = "ms") -> dict[str, Any]:
-    return {
-        "metric": metric, "value": round(value, 2), "baseline": None if baseline is None else round(baseline, 2),
-        "ratio": None if not baseline else round(value / baseline, 2), "target": target, "unit": unit,
-    }
-
-
 async def run(dsn: str, rows: int, n: int, *, loaded: bool = False) -> dict[str, Any]:
     records = _corpus()
     pool = await create_pool(dsn, min_size=1, max_size=2)
@@ -273,17 +261,17 @@ async def run(dsn: str, rows: int, n: int, *, loaded: bool = False) -> dict[str,
         "name": "search",
         "date": datetime.now(UTC).isoformat(),
         "rows": [
-            _row("search text+language+date p50", _p(samples["search"], 0.5), _p(base, 0.5)),
-            _row("search text+language+date p95", _p(samples["search"], 0.95), _p(base, 0.95),
+            timing_row("search text+language+date p50", nearest_rank(samples["search"], 0.5), nearest_rank(base, 0.5)),
+            timing_row("search text+language+date p95", nearest_rank(samples["search"], 0.95), nearest_rank(base, 0.95),
                  f"p95 <= {TARGET_P95_MS:.0f} ms"),
-            _row("same searches, page query alone p95", _p(samples["page_only"], 0.95), _p(base, 0.95)),
-            _row("trigram fallback (partial word) p50", _p(samples["fallback"], 0.5), _p(base, 0.5)),
-            _row("trigram fallback (partial word) p95", _p(samples["fallback"], 0.95), _p(base, 0.95)),
-            _row("filter only (language+date) p95", _p(samples["filter"], 0.95), _p(base, 0.95)),
-            _row("count alone p95 (copy vs localizations)", _p(samples["count_side"], 0.95),
-                 _p(samples["count_wide"], 0.95)),
-            _row("baseline SELECT ... LIMIT 20 p95", _p(base, 0.95), None),
-            _row(f"load {rows} rows + build indexes", load_s, None, unit="s"),
+            timing_row("same searches, page query alone p95", nearest_rank(samples["page_only"], 0.95), nearest_rank(base, 0.95)),
+            timing_row("trigram fallback (partial word) p50", nearest_rank(samples["fallback"], 0.5), nearest_rank(base, 0.5)),
+            timing_row("trigram fallback (partial word) p95", nearest_rank(samples["fallback"], 0.95), nearest_rank(base, 0.95)),
+            timing_row("filter only (language+date) p95", nearest_rank(samples["filter"], 0.95), nearest_rank(base, 0.95)),
+            timing_row("count alone p95 (copy vs localizations)", nearest_rank(samples["count_side"], 0.95),
+                 nearest_rank(samples["count_wide"], 0.95)),
+            timing_row("baseline SELECT ... LIMIT 20 p95", nearest_rank(base, 0.95), None),
+            timing_row(f"load {rows} rows + build indexes", load_s, None, unit="s"),
         ],
         "details": {
             "localizations": rows, "visible": visible, "queries": n,
