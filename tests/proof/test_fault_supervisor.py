@@ -332,7 +332,15 @@ def test_status_metrics_and_ops_show_the_restarts(up: Up) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     status = json.loads(done.stdout)["summary"]["reliability"]
     with up.client() as c:
-        ops = c.get("/v1/ops/queues").json()["reliability"]
+        # A worker's counters reach Redis with its next heartbeat (every 2 s): the last drill's resend
+        # may be a beat behind the drill itself.
+        deadline = time.monotonic() + 10
+        while True:
+            ops = c.get("/v1/ops/queues").json()["reliability"]
+            if min(ops["toolResends"].get(t, 0) for t in ("turnout.search.search", "turnout.rag.answer")) >= 1 \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         metrics = c.get("/metrics").text
     for child in CHILDREN:
         assert status["restarts"].get(child, 0) >= 1, status["restarts"]
