@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
+import numpy as np
 
 from infra.db import collections as versions_db
 from infra.db import rag_chunks as chunks_db
@@ -293,7 +294,7 @@ async def _rewrite(
     rows = [
         ChunkRow(point_id=p.id, localization_id=p.localization_id, article_id=p.article_id, language=p.language,
                  position=p.position, title=titles.get(p.localization_id, ""), text=p.text,
-                 content_hash=p.content_hash)
+                 content_hash=p.content_hash, embedding=np.asarray(p.vector, dtype="<f4").tobytes() or None)
         for p in points
     ]
     async with ctx.pool.acquire() as conn, conn.transaction():

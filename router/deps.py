@@ -50,5 +50,5 @@ class RouterDeps:
             settings=settings, pool=pool, redis=redis, executor=executor, engine=engine, registry=registry,
             rate_limiter=LLMRateLimiter.from_settings(settings) if engine is not None else None,
             llm_ready=ReadinessProbe(settings.llm_ready_url) if engine is not None and settings.llm_ready_url else None,
-            relevance=CollectionRelevance(pool) if pool is not None else None, spend=spend,
+            relevance=CollectionRelevance.for_settings(pool, settings) if pool is not None else None, spend=spend,
         )

@@ -23,6 +23,7 @@ from router.intent import (
     ASK_CLAUSE,
     ASK_CUE,
     ASK_VERB,
+    DIGEST_REQUEST,
     LISTING_QUESTION,
     META,
     QUESTION_FORM,
@@ -83,6 +84,9 @@ def fallback_decision(
         own = keywords(later) or ""
         names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
+    digest = DIGEST_REQUEST.search(rest)
+    if digest is not None:  # "Write a short summary of the net-imap advisories": its topic follows the digest
+        return combined(rest[digest.end():], "a request for a digest of the articles")
     ask_clause = ASK_CLAUSE.search(rest)
     if SEARCH_VERB.search(rest):
         if ask_clause:

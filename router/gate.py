@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Literal
 
@@ -55,6 +55,13 @@ GateKind = Literal["empty", "small_talk", "injection", "write", "unknown_tool", 
 # word ("recipe", "hotel", "weather") below the second. Measured on the dev half (docs/router.md).
 OFF_TOPIC_BELOW = 0.45
 TASK_BELOW = 0.6
+# The meaning signal (router/similarity.py): at or above the first a message reads like a passage
+# of the collection whatever its words; below the second it is about something else, unless one
+# article holds its words nearly all (WORDS_HELD) or its names. Measured on the dev half, where
+# the real questions that reach the gate score 0.30-0.75 and the off-topic ones 0.10-0.35.
+CLOSE_IN_MEANING = 0.45
+FAR_IN_MEANING = 0.28
+WORDS_HELD = 0.9
 
 
 
@@ -265,15 +272,42 @@ async def check_request(
     task = any(not _in_compound(cleaned, m) for m in OFF_TOPIC.finditer(cleaned))
     topic = topic_words(cleaned, today)
     measured = await relevance.coverage(topic, language) if relevance is not None and topic else None
+    # A message that points back at a result ("welche davon behandeln MFA?") means what that result
+    # is about: its own words are far from every passage, so its meaning is not measured.
+    meaning = await relevance.similarity(cleaned) if relevance is not None and not _POINTS_BACK.search(cleaned) \
+        else None
     if measured is None:
+        # Topic words a collection too small to count them could not weigh: the meaning still can.
+        # No topic words at all ("а о чём вторая из них?") point back at a result: not measured.
+        if topic and meaning is not None and meaning < FAR_IN_MEANING:
+            return GateVerdict(cleaned, "off_topic", _far(meaning), Coverage(0.0, 0.0, 0, meaning))
         if task:
             return GateVerdict(cleaned, "off_topic", "not about the articles (a task word, no topic measured)")
         return GateVerdict(cleaned)
+    measured = replace(measured, similarity=meaning)
     bar = TASK_BELOW if task else OFF_TOPIC_BELOW
-    if measured.together < bar and not task and relevance is not None \
-            and await names_held(cleaned, topic, relevance):
+    # Each signal overrides the other only with strong evidence: a message close in meaning to a
+    # passage is routed though its words are not the articles' ("почему сертификаты летсэнкрипт
+    # живут всего 90 дней"); one far from every passage is refused though one article happens to
+    # use its words ("capital of Australia"), unless one article holds nearly all of them.
+    if meaning is not None and meaning >= CLOSE_IN_MEANING:
+        return GateVerdict(cleaned, coverage=measured)
+    far = meaning is not None and meaning < FAR_IN_MEANING and measured.together < WORDS_HELD
+    if not far and measured.together >= bar:
+        return GateVerdict(cleaned, coverage=measured)
+    if relevance is not None and (far or not task) and await names_held(cleaned, topic, relevance):
         return GateVerdict(cleaned, coverage=measured)  # "Что советуют в RubyGems?": it names the collection's thing
-    if measured.together < bar:
-        why = f"not about the articles: the collection holds {measured.together:.0%} of its topic (bar {bar:.0%})"
-        return GateVerdict(cleaned, "off_topic", why, measured)
-    return GateVerdict(cleaned, coverage=measured)
+    if far:
+        return GateVerdict(cleaned, "off_topic", _far(meaning), measured)
+    why = f"not about the articles: the collection holds {measured.together:.0%} of its topic (bar {bar:.0%})"
+    return GateVerdict(cleaned, "off_topic", why, measured)
+
+
+_POINTS_BACK = _r(
+    r"(?<!\w)(?:из\s+них|о\s+них|их|них|ними|davon|darin|daraus|darüber|denen|them|those|these"
+    r"|the\s+(?:first|second|third|last|latest)\s+one)(?!\w)"
+)
+
+
+def _far(meaning: float | None) -> str:
+    return f"not about the articles: no passage is close to it in meaning ({meaning:.2f}, bar {FAR_IN_MEANING:.2f})"

@@ -13,7 +13,8 @@ import re
 from router.reader import words_pattern as _r
 
 __all__ = [
-    "ANAPHOR", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "CLAUSE_BREAK", "GREETING_START", "INJECTION",
+    "ANAPHOR", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "CLAUSE_BREAK", "DIGEST_REQUEST",
+    "GREETING_START", "INJECTION",
     "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "injected", "small_talk", "strip_greeting", "without_injection",
 ]
@@ -157,6 +158,18 @@ LISTING_QUESTION = _r(
     r"|\bany\s+(?:new\s+)?(?:articles|posts|news)\s*\?\s*$"
     # "has anything been written here about X?", "whatever was posted about X"
     r"|^(?:has|have)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
+)
+# "Write me a short summary of …", "Составь обзор статей про …", "Gib mir eine Zusammenfassung der
+# …": a verb of producing whose object is a digest (summary, overview, recap) asks for an answer
+# over the articles — not a change to the collection, not a task outside it, not search words.
+DIGEST_REQUEST = _r(
+    r"^" + POLITE + r"(?:write|compose|make|prepare|put\s+together|give|draft|create|produce|do|get"
+    r"|напиши|составь|сделай|дай|подготовь|набросай|сформулируй|собери"
+    r"|schreib\w*|erstell\w*|mach\w*|gib|verfass\w*|formulier\w*)(?:,?\s+(?:please|пожалуйста|bitte),)?"
+    r"\s+(?:me\s+|us\s+|мне\s+|нам\s+|mir\s+|uns\s+)?"
+    r"(?:[\w-]+\s+){0,2}?(?:summary|summaries|overview|recap|digest|synopsis|rundown|roundup|round-up"
+    r"|сводк\w*|обзор\w*|резюме|выжимк\w*|пересказ\w*|содержани\w*|конспект\w*"
+    r"|zusammenfassung\w*|überblick\w*|übersicht\w*|resümee)(?!\w)"
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 ASK_VERB = _r(

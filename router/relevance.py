@@ -1,5 +1,6 @@
-"""The request gate's relevance signal: how the visible articles hold a message's topic words
-(`CollectionRelevance`, SQL in `infra/db/vocabulary.py`), and the names-by-shape check."""
+"""The request gate's relevance signals: how the visible articles hold a message's topic words
+(`CollectionRelevance`, SQL in `infra/db/vocabulary.py`), how close the message is in meaning to
+a passage (`router/similarity.py`), and the names-by-shape check."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import asyncpg
 
 from infra.db.vocabulary import LexemeStats, lexeme_stats, visible_documents
 from infra.results import Language
+from infra.settings import Settings
+from retrieval.embeddings import EmbedderRegistry
+from router.similarity import CollectionSimilarity
 
 # A message below the bar that names things by their shape ("RubyGems", "YJIT") still passes when
 # one article holds all of them (measured on the dev half, docs/router.md).
@@ -26,13 +30,17 @@ class Coverage:
     together: float  # the IDF share of the topic's lexemes held by one article (the best one)
     anywhere: float  # the IDF share held by the collection at all
     lexemes: int
+    similarity: float | None = None  # the message's largest cosine to a passage (None: not measured)
 
 
 
 class Relevance(Protocol):
-    """The relevance signal: how the collection holds a text's words (None: no topic words)."""
+    """The relevance signals: how the collection holds a text's words (None: no topic words), and
+    how close a message is in meaning to its passages (None: not measurable here)."""
 
     async def coverage(self, text: str, language: Language) -> Coverage | None: ...
+
+    async def similarity(self, message: str) -> float | None: ...
 
 
 
@@ -71,9 +79,15 @@ class CollectionRelevance:
     DOCUMENTS_TTL_S = 600.0
     MIN_DOCUMENTS = 100
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, meaning: CollectionSimilarity | None = None) -> None:
         self.pool = pool
+        self.meaning = meaning  # None: words only (no embedder wired, e.g. a test of the lexical signal)
         self._documents: tuple[float, int] | None = None  # (monotonic time read, count)
+
+    @classmethod
+    def for_settings(cls, pool: asyncpg.Pool, settings: Settings) -> CollectionRelevance:
+        """Both signals: the words, and the meaning under the serving version's embedding model."""
+        return cls(pool, CollectionSimilarity(pool, EmbedderRegistry(settings)))
 
     async def _visible(self) -> int:
         now = time.monotonic()
@@ -95,6 +109,9 @@ class CollectionRelevance:
             measured.append(coverage_of(await lexeme_stats(self.pool, text, "en", documents=n)))
         found = [m for m in measured if m is not None]
         return max(found, key=lambda m: m.together) if found else None
+
+    async def similarity(self, message: str) -> float | None:
+        return await self.meaning.similarity(message) if self.meaning is not None else None
 
 
 # A name by its shape: CamelCase ("RubyGems"), capitals ("YJIT", "OCSP"), letters with digits

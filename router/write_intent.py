@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from router.intent import DIGEST_REQUEST
 from router.reader import words_pattern as _r
 
 # ---- the collection as an object ----
@@ -216,7 +217,7 @@ def _structural_write(clause: str) -> bool:
 def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
     for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
-        if not clause:
+        if not clause or DIGEST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
             continue
         if _structural_write(clause):
             return clause

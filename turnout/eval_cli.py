@@ -73,7 +73,7 @@ async def evaluate(
     `_evaluate_llm`: the scoring, the report and the tables do not change."""
     cases = _cases(path, split, limit)
     pool = await create_pool(settings.database_url, min_size=1, max_size=2) if settings.database_url else None
-    relevance = CollectionRelevance(pool) if pool is not None else None
+    relevance = CollectionRelevance.for_settings(pool, settings) if pool is not None else None
     try:
         if fallback:
             async def decide_fb(case: EvalCase) -> RoutingDecision:

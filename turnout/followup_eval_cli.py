@@ -27,7 +27,7 @@ async def evaluate_followups(settings: Settings, *, fallback: bool, mode: LLMMod
                              limit: int | None, json_output: bool) -> None:
     cases = load_followups(split)[:limit]
     pool = await create_pool(settings.database_url, min_size=1, max_size=2) if settings.database_url else None
-    relevance = CollectionRelevance(pool) if pool is not None else None
+    relevance = CollectionRelevance.for_settings(pool, settings) if pool is not None else None
     engine = None
     try:
         if fallback or not settings.llm_configured:

@@ -35,6 +35,7 @@ class ChunkRow:
     title: str
     text: str
     content_hash: str
+    embedding: bytes | None = None  # the point's vector, little-endian float32 (the request gate reads it)
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,15 @@ async def write_chunks(conn: PoolOrConnection, collection: str, rows: Sequence[C
         return
     await conn.executemany(
         f"""
-        INSERT INTO rag_chunks (collection, {_COLUMNS}) VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9)
+        INSERT INTO rag_chunks (collection, {_COLUMNS}, embedding)
+        VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8, $9, $10)
         ON CONFLICT (collection, point_id) DO UPDATE SET
             localization_id = EXCLUDED.localization_id, article_id = EXCLUDED.article_id,
             language = EXCLUDED.language, position = EXCLUDED.position, title = EXCLUDED.title,
-            text = EXCLUDED.text, content_hash = EXCLUDED.content_hash
+            text = EXCLUDED.text, content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding
         """,  # noqa: S608 (constant column list)
         [(collection, r.point_id, r.localization_id, r.article_id, r.language, r.position, r.title, r.text,
-          r.content_hash) for r in rows],
+          r.content_hash, r.embedding) for r in rows],
     )
 
 
@@ -104,6 +106,16 @@ async def chunks_of(conn: PoolOrConnection, collection: str, localization_ids: S
         collection, list(localization_ids),
     )
     return [ChunkRow(**dict(r)) for r in rows]
+
+
+async def chunk_embeddings(conn: PoolOrConnection, collection: str, *, limit: int) -> list[bytes]:
+    """Up to ``limit`` of the version's chunk vectors (float32 bytes). Point ids are UUIDs derived
+    from content, so the first ``limit`` in id order are a sample spread over the whole version."""
+    rows = await conn.fetch(
+        "SELECT embedding FROM rag_chunks WHERE collection = $1 AND embedding IS NOT NULL ORDER BY point_id LIMIT $2",
+        collection, limit,
+    )
+    return [bytes(r["embedding"]) for r in rows]
 
 
 async def indexed_localizations(conn: PoolOrConnection, collection: str, ids: Sequence[str]) -> list[str]:

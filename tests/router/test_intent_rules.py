@@ -92,3 +92,29 @@ def test_a_call_of_an_unknown_tool_is_found_anywhere_in_its_clause(question: str
 ])
 def test_a_tool_like_name_in_a_question_or_a_known_tool_is_no_unknown_tool(question: str) -> None:
     assert unknown_tool(question, {"SearchArticles", "AskArticles", "SearchAndAskArticles"}) is None, question
+
+
+# Phrasings written for this test (not in the eval set): a verb of producing whose object is a
+# digest of the articles. Before the digest grammar they were searched with "Write brief overview"
+# as words, or refused as writes ("Составь обзор статей …").
+@pytest.mark.parametrize(("question", "topic"), [
+    ("Write me a brief overview of the OCSP posts", "OCSP"),
+    ("Could you put together a recap of the Bundler announcements?", "Bundler"),
+    ("Составь обзор статей про YJIT", "YJIT"),
+    ("Подготовь, пожалуйста, краткую сводку о RubyGems", "RubyGems"),
+    ("Schreib mir einen Überblick über die Meldungen zu Certbot", "Certbot"),
+    ("Erstelle eine kurze Zusammenfassung der Beiträge über Ruby 3.4", "Ruby 3.4"),
+])
+def test_a_digest_of_the_articles_is_an_answer_over_them_not_a_write(question: str, topic: str) -> None:
+    assert write_intent(question) is None, question
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == "SearchAndAskArticles", question
+    assert decision.arguments["text"] == topic, decision.arguments
+
+
+@pytest.mark.parametrize("question", [
+    "Write an article titled Ruby 9 released", "Составь новую статью о Ruby 9 и опубликуй её",
+    "Schreib einen neuen Beitrag über Ruby 9",
+])
+def test_writing_an_article_is_still_a_write(question: str) -> None:
+    assert write_intent(question) is not None, question
