@@ -124,7 +124,7 @@ async def _gate(question: str, signals: _Signals) -> Any:
 
 
 async def test_close_in_meaning_passes_though_the_words_are_not_the_articles() -> None:
-    question = "why do those free certificates only live ninety days"
+    question = "why do free certificates only live ninety days"
     assert (await _gate(question, _Signals(together=0.2, meaning=None))).refused == "off_topic"
     assert (await _gate(question, _Signals(together=0.2, meaning=CLOSE_IN_MEANING))).passed
     assert (await _gate(question, _Signals(together=0.2, meaning=CLOSE_IN_MEANING - 0.01))).refused == "off_topic"
