@@ -24,9 +24,11 @@ from router.intent import (
     ASK_CUE,
     ASK_VERB,
     DIGEST_REQUEST,
+    LIST_REQUEST,
     LISTING_QUESTION,
     META,
     QUESTION_FORM,
+    RETELL_SEPARATED,
     SEARCH_VERB,
     request_clause,
     small_talk,
@@ -84,9 +86,15 @@ def fallback_decision(
         own = keywords(later) or ""
         names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
+    listing = LIST_REQUEST.search(rest)
+    if listing is not None:  # "Составь список статей про уязвимости в WEBrick"
+        return FallbackDecision(SEARCH, _present({"text": keywords(rest[listing.end():]), **filters}),
+                                "a request for a list of articles", reading)
     digest = DIGEST_REQUEST.search(rest)
     if digest is not None:  # "Write a short summary of the net-imap advisories": its topic follows the digest
         return combined(rest[digest.end():], "a request for a digest of the articles")
+    if RETELL_SEPARATED.search(rest):  # "Gib den Beitrag über Certbot kurz wieder"
+        return combined(rest, "a request to retell the articles found")
     ask_clause = ASK_CLAUSE.search(rest)
     if SEARCH_VERB.search(rest):
         if ask_clause:

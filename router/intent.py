@@ -14,7 +14,7 @@ from router.reader import words_pattern as _r
 
 __all__ = [
     "ANAPHOR", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "CLAUSE_BREAK", "DIGEST_REQUEST",
-    "GREETING_START", "INJECTION",
+    "GREETING_START", "INJECTION", "LIST_REQUEST", "RETELL_SEPARATED",
     "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "injected", "small_talk", "strip_greeting", "without_injection",
 ]
@@ -171,16 +171,25 @@ DIGEST_REQUEST = _r(
     r"|сводк\w*|обзор\w*|резюме|выжимк\w*|пересказ\w*|содержани\w*|конспект\w*"
     r"|zusammenfassung\w*|überblick\w*|übersicht\w*|resümee)(?!\w)"
 )
+# "Составь список статей про …", "Make me a list of the posts on …": a list of the articles is a search.
+LIST_REQUEST = _r(
+    r"^" + POLITE + r"(?:write|compose|make|prepare|put\s+together|draft|create|compile|produce|get"
+    r"|напиши|составь|сделай|подготовь|собери|сформируй"
+    r"|schreib\w*|erstell\w*|mach\w*|stell\w*)(?:,?\s+(?:please|пожалуйста|bitte),)?"
+    r"\s+(?:me\s+|us\s+|мне\s+|нам\s+|mir\s+|uns\s+)?(?:[\w-]+\s+){0,2}?(?:list|список|перечень|liste)(?!\w)"
+)
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 ASK_VERB = _r(
-    r"^" + POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap"
+    r"^" + POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap|retell|paraphrase|recount"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
-    r"|erkläre?|erklär|fasse?|vergleiche|beschreibe)\b"
+    r"|erkläre?|erklär|fasse?|vergleiche|beschreibe|schildere)\b"
 )
+# German retelling verbs with their particle at the clause's end: "Gib … wieder", "Erzähl mir … nach, was …".
+RETELL_SEPARATED = _r(r"^" + POLITE + r"(?:gib|erzähle?)\b[^.?!]*?\s(?:wieder|nach)(?=\s*(?:[,.!?]|$))")
 ARTICLES_PHRASE = _r(
-    r"\b(?:articles|posts|news)\s+(?:about|on|from|in|regarding)\b"
-    r"|\b(?:стат(?:ьи|ей|ьях|ью)|посты|постов|публикаци\w*|новост\w*)\s+(?:о|об|про|на|за|по)\b"
-    r"|\b(?:artikel|beiträge|meldungen)\s+(?:über|zu|zum|zur|von|aus|auf|im|in)\b"
+    r"\b(?:articles?|posts?|news|entry|entries)\s+(?:about|on|from|in|regarding)\b"
+    r"|\b(?:стат(?:ья|ьи|ей|ьях|ью|ье)|пост(?:ы|ов|а|е)?|публикаци\w*|новост\w*)\s+(?:о|об|про|на|за|по)\b"
+    r"|\b(?:artikel\w*|beitr[aä]g\w*|meldung\w*)\s+(?:über|zu|zum|zur|von|aus|auf|im|in)\b"
 )
 SEARCH_CUE = _r(
     r"^" + POLITE + r"(?:find|show|list|search|give me|get me|look up|display"

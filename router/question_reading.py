@@ -43,7 +43,7 @@ _STOPWORDS = frozenset(
 ASK_WORDS = frozenset(
     """
     explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй
-    кратко erkläre erklär fasse zusammen vergleiche beschreibe
+    кратко erkläre erklär fasse zusammen vergleiche beschreibe retell paraphrase recount erzähl erzähle schildere wieder
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from router.intent import DIGEST_REQUEST
+from router.intent import DIGEST_REQUEST, LIST_REQUEST
 from router.reader import words_pattern as _r
 
 # ---- the collection as an object ----
@@ -117,6 +117,7 @@ _READ_VERB = _r(
     r"|go|bring|dig|sort|order|arrange|filter|rank|count|compare|summari[sz]e|explain|describe|tell|recap|review"
     r"|analy[sz]e|quote|cite|name|recommend|suggest|pick|select|choose|highlight|send|email|share|help|collect"
     r"|gather|compile|return|retrieve|locate|track|identify|extract|match|let|walk|catch|point|print|output"
+    r"|retell|paraphrase|recount|erzähl|erzähle|schildere"
     r"|найди|покажи|выведи|дай|подбери|поищи|перечисли|назови|расскажи|объясни|опиши|сравни|перескажи|обобщи"
     r"|резюмируй|открой|прочитай|прочти|посмотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
     r"|подскажи|порекомендуй|отфильтруй|процитируй|приведи|напомни|помоги|подкинь|скинь|пришли|отправь|кинь"
@@ -217,7 +218,7 @@ def _structural_write(clause: str) -> bool:
 def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
     for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
-        if not clause or DIGEST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
+        if not clause or DIGEST_REQUEST.search(clause) or LIST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
             continue
         if _structural_write(clause):
             return clause

@@ -203,6 +203,28 @@ def _ordinal_unit(tokens: list[Token], i: int) -> tuple[str, int, int] | None:
     return None
 
 
+def _part_by_ordinal(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """A fraction named by an ordinal: a half of a month ("the second half of September 2025", "во
+    второй половине сентября", "die erste Hälfte des März") or a third of a year ("the first third
+    of 2026", "ersten Drittel 2026", "вторая треть года"): the calendar split into equal parts."""
+    n = lx.ordinal(_fold(tokens, i))
+    word = _fold(tokens, i + 1)
+    if n is None or not (word in lx.HALF_WORDS and n <= 2 or word in lx.THIRD_WORDS and n <= 3):
+        return None
+    j = _skip(tokens, i + 2, _OF)
+    month = _month_at(tokens, j) if word in lx.HALF_WORDS else None
+    if month is not None:
+        def half(year: int) -> tuple[date, date]:
+            start, end = months_span(year, month, 1)
+            return (start, date(year, month, 15)) if n == 1 else (date(year, month, 16), end)
+        return _in_year(tokens, i, j + 1, today, "month", half)
+    if word not in lx.THIRD_WORDS:
+        return None
+    if lx.UNITS.get(_fold(tokens, j)) == "year":
+        j += 1  # "the first third of the year": this year, or the year after it
+    return _in_year(tokens, i, j, today, "part", lambda y: months_span(y, 4 * (n - 1) + 1, 4))
+
+
 def _quarter_or_half(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = _ordinal_unit(tokens, i)
     if found is None:
@@ -369,7 +391,8 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
     return Anchor(first, next_index, start, end, "relative")
 
 
-_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _quarter_or_half, _part, _day, _month, _season, _decade, _year)
+_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _part_by_ordinal, _quarter_or_half, _part, _day, _month, _season,
+            _decade, _year)
 
 
 def anchor_at(tokens: list[Token], i: int, today: date) -> Anchor | None:

@@ -112,6 +112,9 @@ def language_cues(question: str) -> LanguageCues:
     if not answer_mentions and len(articles) >= 2 and articles[-1].phrase \
             and _END.match(question[articles[-1].end:]) and articles[-2].language != articles[-1].language:
         answer_mentions, articles = [articles[-1]], articles[:-1]  # "the Russian articles … in English"
+    beside = None if answer_mentions else _answer_beside_articles(question, articles)
+    if beside is not None:
+        answer_mentions, articles = [beside], [m for m in articles if m is not beside]
     cut = [(m.phrase_start, m.end) for m in mentions]
     everything = _ALL_LANGUAGES.search(question)
     if everything is not None:
@@ -148,6 +151,27 @@ def _on_collection(text: str, mention: _Mention) -> bool:
     if mention.phrase:
         return _NOUN_BEFORE.search(text[:mention.phrase_start]) is not None
     return _NOUN_AFTER.match(text[mention.end:]) is not None
+
+
+_COLLECTION_NOUN = _r(r"(?<![\w-])" + _COLLECTION + r"(?![\w-])")
+
+
+def _answer_beside_articles(text: str, articles: list[_Mention]) -> _Mention | None:
+    """A phrase naming another language than the adjective on the articles names is the answer's,
+    wherever it stands: "Перескажи по-русски английский пост", "Gib den englischen Beitrag … auf
+    Deutsch wieder". Not when a second noun stands between them ("Russian articles and articles in
+    German": two articles' languages)."""
+    adjectives = [m for m in articles if not m.phrase and _on_collection(text, m)]
+    if len(adjectives) != 1:
+        return None
+    phrases = [m for m in articles if m.phrase and m.language != adjectives[0].language]
+    if len(phrases) != 1:
+        return None
+    phrase = phrases[0]
+    if phrase.start > adjectives[0].end \
+            and len(_COLLECTION_NOUN.findall(text[adjectives[0].end:phrase.phrase_start])) > 1:
+        return None
+    return phrase
 
 
 def _without(text: str, spans: list[tuple[int, int]]) -> str:

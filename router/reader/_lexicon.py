@@ -66,6 +66,7 @@ PLURAL_UNITS = frozenset({"days", "weeks", "months", "quarters", "years", "decad
 VAGUE_COUNTS = frozenset({"few", "several", "couple", "paar", "einigen", "einige", "mehreren", "несколько", "пару",
                           "нескольких"})
 HALF_WORDS = frozenset({"half", "половина", "половине", "половину", "половины", "hälfte"})
+THIRD_WORDS = frozenset({"third", "треть", "трети", "третью", "drittel", "jahresdrittel"})
 
 # Relative words: the offset from the unit that holds today (0 = this one, -1 = the previous).
 _REL_STEMS: list[tuple[re.Pattern[str], int]] = [

@@ -1,5 +1,6 @@
 """Order cues: oldest first ("earliest first", "in chronological order", "in date order",
-"chronologisch", "zeitlich aufsteigend", "в хронологическом порядке", "от старых к новым") or
+"chronologisch", "zeitlich aufsteigend", "в хронологическом порядке", "от старых к новым", the
+order of publication: "in the order they were published", "по порядку", "von Anfang an") or
 newest first ("newest first", "reverse chronological", "von neu nach alt")."""
 
 from __future__ import annotations
@@ -29,6 +30,22 @@ _CHRONOLOGICAL = _r(
     r"|\baufsteigend\w*|(?:в\s+)?хронологическ\w*(?:\s+порядк\w*)?|по\s+возрастанию(?:\s+дат\w*)?"
     r"|\bnach\s+datum\s+aufsteigend\b"
 )
+# The order of publication, read as a phrase: an order noun with a publication word near it ("in the
+# order they were published", "в порядке выхода", "in der Reihenfolge, in der sie erschienen sind"),
+# a bare "по порядку" / "der Reihe nach", or reading from the start ("с самого начала", "from the
+# very beginning", "von Anfang an", "начиная с первой", "starting with the first one").
+_PUBLISHED = (r"(?:publish\w*|publication|appear\w*|released?|came\s+out|went\s+out|выход\w*|вышл\w*|выходил\w*"
+              r"|публикац\w*|опубликова\w*|появлен\w*|появлял\w*|erschien\w*|erscheinen\w*|veröffentlich\w*)")
+_PUBLICATION_ORDER = _r(
+    r"\b(?:in\s+)?(?:the\s+)?order\b(?:\s+\w+){0,3}?\s+" + _PUBLISHED
+    + r"|\b(?:in\s+)?" + _PUBLISHED + r"\s+order\b"
+    r"|(?:в\s+)?порядк\w*\s+(?:их\s+)?" + _PUBLISHED + r"|(?<!\w)по\s+порядку(?!\w)"
+    r"|\b(?:in\s+)?(?:der\s+)?reihenfolge\b[\s,]*(?:\w+\s+){0,4}?" + _PUBLISHED
+    + r"|\bder\s+reihe\s+nach\b"
+    r"|(?<!\w)с\s+(?:самого\s+)?начала(?!\w)|(?<!\w)начиная\s+с\s+(?:самой\s+)?(?:первой|первых|ранн\w+)"
+    r"|\bfrom\s+the\s+(?:very\s+)?(?:beginning|start)\b|\bstarting\s+(?:with|from)\s+the\s+(?:first|earliest)\b"
+    r"|\bvon\s+(?:ganz\s+)?anfang\s+an\b|\bbeginnend\s+mit\s+(?:dem|den)\s+(?:ersten|frühesten)\b"
+)
 _OLDEST = _r(
     r"\b(?:oldest|earliest)\b|\bстар(?:ые|ых|ейш\w*|ее|ейшие)\b|\bранн\w+|\b(?:älteste\w*|früheste\w*)"
     r"|\bfirst\s+(?:articles|posts)\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\berste[n]?\s+(?:artikel|beiträge)"
@@ -48,10 +65,10 @@ def read_order(text: str) -> OrderReading:
         word = next(g for g in (direction.group("a"), direction.group("c"), direction.group("d")) if g)
         sort = "oldest" if re.fullmatch(_OLD, word, re.IGNORECASE) else "newest"
         return OrderReading(sort, (direction.span(),))
-    for pattern, sort in ((_REVERSE, "newest"), (_CHRONOLOGICAL, "oldest")):
-        found = pattern.search(text)
-        if found is not None:
-            return OrderReading(sort, (found.span(),))
+    for pattern, sort in ((_REVERSE, "newest"), (_CHRONOLOGICAL, "oldest"), (_PUBLICATION_ORDER, "oldest")):
+        found = [m.span() for m in pattern.finditer(text)]
+        if found:
+            return OrderReading(sort, tuple(found))  # every such phrase is an order word, none a topic
     if _OLDEST.search(text) and not _NEWEST.search(text):
         return OrderReading("oldest", ())  # the word stays: it is dropped with the topic's stop words
     return OrderReading("newest" if _NEWEST.search(text) else None, ())

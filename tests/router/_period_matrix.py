@@ -313,8 +313,32 @@ def fractions(lang: str) -> Iterator[Case]:
             yield Case(phrase, today, months_back(today, months_n), today)
 
 
+def ordinal_parts(lang: str) -> Iterator[Case]:
+    """A half of a month (days 1-15, 16-end) and a third of a year (four months), named by an ordinal."""
+    for year in YEARS:
+        for m in (2, 3, 9):
+            for h in (1, 2):
+                start = date(year, m, 1 if h == 1 else 16)
+                end = date(year, m, 15) if h == 1 else last_day(year, m)
+                phrases = {"en": [f"the {ORD_EN[h - 1]} half of {EN_MONTHS[m - 1]} {year}",
+                                  f"in the {ORD_EN[h - 1]} half of {EN_MONTHS[m - 1]} {year}"],
+                           "ru": [f"в {['первой', 'второй'][h - 1]} половине {RU_MONTHS_GEN[m - 1]} {year} года",
+                                  f"за {['первую', 'вторую'][h - 1]} половину {RU_MONTHS_GEN[m - 1]} {year}"],
+                           "de": [f"in der {ORD_DE[h - 1]} Hälfte des {DE_MONTHS[m - 1]} {year}",
+                                  f"in der {ORD_DE[h - 1]} Hälfte {DE_MONTHS[m - 1]} {year}"]}[lang]
+                for phrase in phrases:
+                    yield Case(phrase, TODAYS[0], start, end)
+        for t in (1, 2, 3):
+            start, end = date(year, 4 * t - 3, 1), last_day(year, 4 * t)
+            phrases = {"en": [f"the {ORD_EN[t - 1]} third of {year}"],
+                       "ru": [f"за {['первую', 'вторую', 'третью'][t - 1]} треть {year} года"],
+                       "de": [f"im {ORD_DE[t - 1]} Drittel {year}"]}[lang]
+            for phrase in phrases:
+                yield Case(phrase, TODAYS[0], start, end)
+
+
 GENERATORS = (years, year_ranges, months, month_of_relative_year, ago, rolling, relative_units, seasons,
-              quarters_and_halves, decades, day_ranges, month_ranges, fractions)
+              quarters_and_halves, ordinal_parts, decades, day_ranges, month_ranges, fractions)
 
 
 def cases(lang: str) -> list[Case]:

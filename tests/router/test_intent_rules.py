@@ -118,3 +118,23 @@ def test_a_digest_of_the_articles_is_an_answer_over_them_not_a_write(question: s
 ])
 def test_writing_an_article_is_still_a_write(question: str) -> None:
     assert write_intent(question) is not None, question
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    ("Make me a list of the posts on OCSP", "OCSP"),
+    ("Составь, пожалуйста, список публикаций о Bundler", "Bundler"),
+    ("Erstelle eine Liste der Artikel über Certbot", "Certbot"),
+])
+def test_a_list_of_the_articles_is_a_search_not_a_write(question: str, topic: str) -> None:
+    assert write_intent(question) is None, question
+    decision = fallback_decision(question, TODAY)
+    assert (decision.tool, decision.arguments.get("text")) == ("SearchArticles", topic), decision.arguments
+
+
+@pytest.mark.parametrize("question", [
+    "Retell the German post about YJIT in English", "Paraphrase the article on Bundler 2 for me",
+    "Gib mir den Beitrag über Certbot bitte kurz wieder", "Erzähl mir kurz nach, was im Artikel über YJIT steht",
+])
+def test_a_retelling_of_an_article_is_an_answer_over_it(question: str) -> None:
+    assert write_intent(question) is None, question
+    assert fallback_decision(question, TODAY).tool == "SearchAndAskArticles", question

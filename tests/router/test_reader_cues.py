@@ -171,6 +171,18 @@ def test_a_question_ending_in_an_article_is_read(question: str) -> None:
     ("статьи про ACME от ранних к поздним", "oldest"),
     ("Certbot posts, oldest first please", "oldest"),
     ("Show the oldest articles about Rails", "oldest"),
+    # the order of publication, read as a phrase (phrasings written for this test)
+    ("list the Certbot posts in the order they were published", "oldest"),
+    ("posts on RubyGems in publication order", "oldest"),
+    ("статьи про OCSP в порядке выхода", "oldest"),
+    ("выведи новости о YJIT по порядку", "oldest"),
+    ("Beiträge zu Bundler in der Reihenfolge, in der sie veröffentlicht wurden", "oldest"),
+    ("Beiträge über Ractor der Reihe nach", "oldest"),
+    ("read me everything on ACME from the very beginning", "oldest"),
+    ("статьи о Certbot с самого начала", "oldest"),
+    ("Artikel über Ruby 3 von Anfang an", "oldest"),
+    ("the order of operations in Ruby blocks", None),
+    ("in which order should I upgrade Ruby and Rails?", None),
     ("posts about Ruby in reverse chronological order", "newest"),
     ("статьи про Let's Encrypt, сначала самые свежие", "newest"),
     ("Beiträge über Ruby, neueste zuerst", "newest"),
@@ -225,6 +237,31 @@ def test_language_roles(question: str, articles: tuple[str, ...], answer: str | 
     assert cues.named == (articles[0] if len(articles) == 1 else None)
     expected = articles[0] if len(articles) == 1 else sorted(articles)
     assert material_language(cues, written_in="en") == expected  # a list of two is one filter
+
+
+# The answer's language named as a phrase beside an adjective naming the articles' language, with
+# no answer verb governing it, before or after the adjective (generated for every pair).
+BESIDE = {
+    "en": ("Tell me {phrase} what the {adj} article about Docker says", PHRASE["en"], ADJ["en"]),
+    "ru": ("Перескажи {phrase} {adj} пост о Docker",
+           {"en": "по-английски", "de": "по-немецки", "ru": "по-русски"},
+           {"en": "английский", "de": "немецкий", "ru": "русский"}),
+    "de": ("Gib den {adj} Beitrag über Docker {phrase} wieder", PHRASE["de"],
+           {"en": "englischen", "de": "deutschen", "ru": "russischen"}),
+}
+
+
+@pytest.mark.parametrize(("lang", "articles", "answer"),
+                         [(lang, a, b) for lang in CODES for a, b in permutations(CODES, 2)])
+def test_a_phrase_beside_the_articles_adjective_is_the_answer_language(lang: str, articles: str, answer: str) -> None:
+    template, phrases, adjectives = BESIDE[lang]
+    cues = language_cues(template.format(phrase=phrases[answer], adj=adjectives[articles]))
+    assert (cues.several, cues.answer) == ((articles,), answer)
+
+
+def test_a_second_noun_between_keeps_two_articles_languages() -> None:
+    cues = language_cues("Find Russian articles and articles in German about Ruby 3.0")
+    assert set(cues.several) == {"ru", "de"} and cues.answer is None
 
 
 @pytest.mark.parametrize("question", [
