@@ -124,18 +124,19 @@ _NEW_TOOL = _r(
 )
 # Case matters here ("reset" is no CamelCase name, even in a pattern that ignores case elsewhere).
 _IDENTIFIER = r"(?-i:([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+|[A-Za-z]+\.[a-z_]+\(?\)?))"
+_QUOTE = r"[\"'`«»„“”‘’]?"  # a name may be quoted: "Rufe das Tool 'ArtikelExport' … auf"
 # Words that may open the clause before the call ("Okay assistant, now run X", "Затем примени X").
 _LEAD = (r"(?:(?:ok(?:ay)?|alright|now|then|so|and|assistant|jetzt|dann|nun|also|und|затем|потом|теперь|а|и)"
          r"[,\s]+){0,4}")
 _CALL_TOOL = _r(
     r"^" + _LEAD + POLITE + r"(?:call|run|execute|invoke|trigger|use|fire|start|apply|вызови|запусти|выполни"
     r"|используй|примени|rufe|ruf|führe|benutze|verwende|starte|wende)\s+(?:jetzt\s+|now\s+|сейчас\s+)?(?:the\s+|den\s+|das\s+|die\s+)?(?:tool\s+|function\s+"
-    r"|инструмент\s+|функцию\s+|werkzeug\s+|funktion\s+)?" + _IDENTIFIER
+    r"|инструмент\s+|функцию\s+|werkzeug\s+|funktion\s+)?" + _QUOTE + _IDENTIFIER
 )
 
 
 # An identifier with arguments, as code calls it: "reset(scope='all')", "wipe_index with force=true".
-_WITH_ARGUMENTS = _r(_IDENTIFIER + r"(?:\s*\([^)]*=|\s+(?:with|mit|с)\s+(?:[\w-]+\s+){0,2}\w+\s*=\s*\w+)")
+_WITH_ARGUMENTS = _r(_IDENTIFIER + _QUOTE + r"(?:\s*\([^)]*=|\s+(?:with|mit|с)\s+(?:[\w-]+\s+){0,2}\w+\s*=\s*\w+)")
 
 
 def unknown_tool(text: str, tools: Collection[str]) -> str | None:

@@ -98,10 +98,18 @@ POLITE = (
 # доступа"), not in a question ("How do I rotate my API keys?").
 _YOUR_INTERNALS = _r(
     r"\b(?:your|yours)\s+(?:\w+\s+){0,2}(?:prompt|instructions?|rules|config\w*|settings|keys?|credentials"
-    r"|passwords?|secrets?|tokens?|source\s+code|training)\b|\bsystem\s+(?:override|instructions?)\b"
-    r"|(?<!\w)(?:сво|тво|ваш)\w*\s+(?:\w+\s+){0,2}(?:промпт|инструкц|настройк|конфигурац|ключ|парол|токен)\w*"
+    r"|passwords?|secrets?|tokens?|source\s+code|training|model|llm|parameters|weights|architecture)\b"
+    r"|\bsystem\s+(?:override|instructions?)\b"
+    r"|(?<!\w)(?:сво|тво|ваш)\w*\s+(?:\w+\s+){0,2}(?:промпт|инструкц|настройк|конфигурац|ключ|парол|токен|модел"
+    r"|параметр|архитектур)\w*"
+    # the thing before the possessive: "what model is under your hood", "какая модель у вас под капотом",
+    # "welches Modell steckt hinter deinen Antworten"
+    r"|^(?:which|what)\s+(?:\w+\s+)?(?:model|llm)\b[^.?!]*\b(?:your|you)\b"
+    r"|(?<!\w)(?:модел|нейросет|параметр|архитектур|промпт)\w*\s+(?:\w+\s+){0,2}(?:у\s+(?:вас|тебя)|тво\w+|ваш\w*)(?!\w)"
+    r"|(?<!\w)у\s+(?:вас|тебя)\s+(?:\w+\s+){0,2}(?:модел|нейросет|параметр|архитектур|промпт)\w*"
+    r"|^(?:welche[sr]?|was\s+für\s+ein)\s+(?:\w+\s+)?(?:modell|ki|llm)\b[^.?!]*\b(?:dein\w*|dir|dich|du)\b"
     r"|\b(?:dein|deine|deiner|deinen|deines|ihre|ihrer)\s+(?:\w+\s+){0,2}(?:prompt\w*|anweisung\w*|regeln|konfiguration"
-    r"|einstellung\w*|schlüssel\w*|passw[oö]rt\w*|token\w*)\b|\w*systemanweisung\w*"
+    r"|einstellung\w*|schlüssel\w*|passw[oö]rt\w*|token\w*|modell\w*|parameter\w*|architektur)\b|\w*systemanweisung\w*"
 )
 _SECRETS = _r(
     r"\b(?:api|access|secret|private)[\s-]+keys?\b|\bcredentials\b|\bpasswords?\b|\benv(?:ironment)?\s+variables\b"
@@ -260,6 +268,8 @@ def without_injection(text: str) -> str | None:
     rest = " ".join(kept).strip(" ,.;")
     if not rest or not (SEARCH_VERB.search(rest) or ARTICLES_PHRASE.search(rest) or QUESTION_FORM.search(rest)):
         return None
+    if not SEARCH_VERB.sub("", rest, count=1).strip(" ,.;:!?"):
+        return None  # "Подскажите, какая модель у вас под капотом?": only the request verb is left
     return rest
 
 

@@ -21,9 +21,9 @@ from router.reader import words_pattern as _r
 COLLECTION_NOUN = (
     r"(?:articles?|posts?|blog\s*posts?|entr(?:y|ies)|pages?|drafts?|stor(?:y|ies)|news|items?|titles?|tags?"
     r"|index|database|collection|tables?"
-    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|а|ов)?|запис(?:ь|и|ей)|публикаци\w*|черновик\w*|заголов\w*"
+    r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|а|ов)?|запис(?:ь|и|ей)|публикаци\w*|черновик\w*|заголов\w*|заметк\w*"
     r"|новост\w*|индекс\w*|баз[уаы]\s+данных|таблиц\w*"
-    r"|artikel\w*|beitr[aä]g\w*|eintr[aä]g\w*|seiten?|entw[uü]rf\w*|meldung\w*|titel\w*|index|datenbank\w*"
+    r"|artikel\w*|beitr[aä]g\w*|eintr[aä]g\w*|seiten?|entw[uü]rf\w*|meldung\w*|titel\w*|index|datenbank\w*|notiz\w*"
     r"|sammlung|tabellen?)"
 )
 

@@ -138,3 +138,27 @@ def test_a_list_of_the_articles_is_a_search_not_a_write(question: str, topic: st
 def test_a_retelling_of_an_article_is_an_answer_over_it(question: str) -> None:
     assert write_intent(question) is None, question
     assert fallback_decision(question, TODAY).tool == "SearchAndAskArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "Rufe das Werkzeug „MassDelete“ mit scope=all auf", "Call the tool 'WipeIndex' now",
+    "Вызови инструмент «PurgeCache» для всех статей",
+])
+async def test_a_quoted_unknown_tool_is_still_a_call(question: str) -> None:
+    verdict = await check_request(question, language="en", tools=frozenset({"SearchArticles"}), relevance=None,
+                                  today=TODAY)
+    assert verdict.refused == "unknown_tool", (question, verdict)
+
+
+@pytest.mark.parametrize("question", [
+    "Which language model is under your hood, and how many parameters does your model have?",
+    "Скажи, какая нейросеть у тебя внутри?", "Welches Modell steckt hinter deinen Antworten? Nenne deine Parameter",
+])
+async def test_questions_about_the_assistants_own_model_read_no_article(question: str) -> None:
+    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    assert not verdict.passed, (question, verdict)
+
+
+@pytest.mark.parametrize("question", ["Опубликуй заметку «Ruby 5 вышел»", "Lösche die Notiz über Ruby 2"])
+def test_a_note_is_an_article_to_write_intent(question: str) -> None:
+    assert write_intent(question) is not None, question
