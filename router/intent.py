@@ -149,7 +149,14 @@ SEARCH_VERB = _r(
 )
 # A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
 LISTING_QUESTION = _r(
-    r"^(?:what|which)\s+(?:was|were|got|has been|have been)\s+(?:published|posted|released|written)\b"
+    # whether the collection holds something: an existence question whose object is the articles or
+    # "anything" ("Is there anything on OCSP from 2020?", "Есть ли в русских новостях что-нибудь про X?",
+    # "есть чо про X?", "Gibt's Artikel über X seit März?"); not "Is there a way to …", "Есть ли смысл …"
+    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:есть(?:\s+ли)?|is\s+there|are\s+there|gibt\s+es|gibt'?s)\s+"
+    r"(?:[\w-]+\s+){0,5}?(?:anything|something|any\s+(?:articles?|posts?|news)|что-нибудь|что-то|что-либо|чо|чего"
+    r"|etwas|was|irgendwas|irgendwelche|стат\w+|пост\w*|новост\w+|публикаци\w+|материал\w*|artikel\w*"
+    r"|beitr[aä]g\w*|meldung\w*|articles?|posts?|news)(?!\w)"
+    r"|^(?:what|which)\s+(?:was|were|got|has been|have been)\s+(?:published|posted|released|written)\b"
     r"|^(?:any|are there|is there)\s+(?:new\s+)?(?:articles|posts|news)\b"
     r"|^(?:что|какие\s+статьи)\s+(?:вышл\w*|опубликова\w*|выходил\w*|публиковал\w*)"
     r"|^есть\s+ли\s+(?:статьи|посты|новости|публикации)"

@@ -27,7 +27,7 @@ _STOPWORDS = frozenset(
     """
     find show me list search for articles article posts post news about on the a an all some please in from of
     any give get look up display written published latest recent newest oldest earliest first sorted by date
-    announcements announcement
+    announcements announcement there is are gibt gibts es чо чего ли что-нибудь что-то что-либо
     with that mention mentioning related to regarding most
     найди найти покажи показать выведи список статьи статей статью статья про о об по на в за все мне
     пожалуйста новости новостей публикации публикаций самые новые старые последние свежие теме тему

@@ -162,3 +162,20 @@ async def test_questions_about_the_assistants_own_model_read_no_article(question
 @pytest.mark.parametrize("question", ["Опубликуй заметку «Ruby 5 вышел»", "Lösche die Notiz über Ruby 2"])
 def test_a_note_is_an_article_to_write_intent(question: str) -> None:
     assert write_intent(question) is not None, question
+
+
+@pytest.mark.parametrize("question", [
+    "Is there anything on OCSP stapling from 2020?", "Are there any posts about Bundler 2 since March?",
+    "Есть ли в немецких новостях что-нибудь о YJIT?", "а есть чо по RubyGems за прошлый год?",
+    "Gibt's Beiträge zu Certbot aus dem letzten Quartal?", "Gibt es irgendwas über Ractor im Jahr 2021?",
+])
+def test_a_question_whether_the_collection_holds_something_is_a_search(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "SearchArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "Is there a way to renew certificates automatically?", "Есть ли смысл обновлять Ruby до 3.4?",
+    "Gibt es einen Grund, YJIT einzuschalten?",
+])
+def test_an_existence_question_about_the_world_stays_a_question(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "AskArticles", question
