@@ -25,6 +25,7 @@ import numpy as np
 
 from infra.db.collections import active_version
 from infra.db.rag_chunks import chunk_embeddings
+from infra.settings import ConfigError
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
 
 log = logging.getLogger("turnout.router")
@@ -78,7 +79,7 @@ class CollectionSimilarity:
         try:
             embedded = await self.embedders.get(loaded.model).embed(
                 [text], deadline=time.monotonic() + EMBED_TIMEOUT_S)
-        except (EmbeddingError, TimeoutError) as exc:
+        except (EmbeddingError, ConfigError, TimeoutError) as exc:  # never fails routing: words only
             log.warning("the request gate could not embed a message (%s); it reads its words only", exc)
             return None
         if embedded.shape != (1, loaded.vectors.shape[1]):

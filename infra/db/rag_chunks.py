@@ -239,7 +239,7 @@ async def lexical_search(
         KEPT_TERMS,
     )
     return [
-        LexicalHit(float(r["score"]), ChunkRow(**{k: r[k] for k in ChunkRow.__dataclass_fields__}))
+        LexicalHit(float(r["score"]), ChunkRow(**{k: r[k] for k in _COLUMNS.split(", ")}))
         for r in rows
     ]
 
