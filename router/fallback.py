@@ -86,15 +86,12 @@ def fallback_decision(
         own = keywords(later) or ""
         names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
-    listing = LIST_REQUEST.search(rest)
-    if listing is not None:  # "Составь список статей про уязвимости в WEBrick"
-        return FallbackDecision(SEARCH, _present({"text": keywords(rest[listing.end():]), **filters}),
-                                "a request for a list of articles", reading)
-    digest = DIGEST_REQUEST.search(rest)
-    if digest is not None:  # "Write a short summary of the net-imap advisories": its topic follows the digest
-        return combined(rest[digest.end():], "a request for a digest of the articles")
-    if RETELL_SEPARATED.search(rest):  # "Gib den Beitrag über Certbot kurz wieder"
-        return combined(rest, "a request to retell the articles found")
+    produced = _produced(rest)
+    if produced is not None:  # a list, a digest or a retelling of the articles, its topic after it
+        tool, topic, reason = produced
+        if tool == SEARCH:
+            return FallbackDecision(SEARCH, _present({"text": keywords(topic), **filters}), reason, reading)
+        return combined(topic, reason)
     ask_clause = ASK_CLAUSE.search(rest)
     if SEARCH_VERB.search(rest):
         if ask_clause:
@@ -114,6 +111,21 @@ def fallback_decision(
         found = combined(rest[: ask_clause.start()], "a request for articles followed by a request to answer")
         return replace(found, by_form=False)
     return replace(search("a request for a list of articles (no form read: the default)"), by_form=False)
+
+
+def _produced(rest: str) -> tuple[str, str, str] | None:
+    """(tool, the text its topic is read from, why) for a request to produce something of the
+    articles: "Составь список статей про …" (a search), "Write a short summary of the net-imap
+    advisories" (an answer over them), "Gib den Beitrag über Certbot kurz wieder" (a retelling)."""
+    listing = LIST_REQUEST.search(rest)
+    if listing is not None:
+        return SEARCH, rest[listing.end():], "a request for a list of articles"
+    digest = DIGEST_REQUEST.search(rest)
+    if digest is not None:
+        return SEARCH_AND_ASK, rest[digest.end():], "a request for a digest of the articles"
+    if RETELL_SEPARATED.search(rest):
+        return SEARCH_AND_ASK, rest, "a request to retell the articles found"
+    return None
 
 
 # A thing named by its shape (capitals, CamelCase, letters with digits): an earlier clause's topic.

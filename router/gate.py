@@ -247,6 +247,14 @@ def topic_words(question: str, today: date) -> str:
                     if w.casefold().strip("'") not in _NOT_TOPIC and not _LANGUAGE_WORD.match(w))
 
 
+# A message that points back at a result ("welche davon …", "а о чём вторая из них?"): its meaning
+# is the result's, not its own words'.
+_POINTS_BACK = _r(
+    r"(?<!\w)(?:из\s+них|о\s+них|их|них|ними|davon|darin|daraus|darüber|denen|them|those|these"
+    r"|the\s+(?:first|second|third|last|latest)\s+one)(?!\w)"
+)
+
+
 async def check_request(
     question: str, *, language: Language, tools: Collection[str], relevance: Relevance | None, today: date,
 ) -> GateVerdict:
@@ -281,7 +289,7 @@ async def check_request(
         # Topic words a collection too small to count them could not weigh: the meaning still can.
         # No topic words at all ("а о чём вторая из них?") point back at a result: not measured.
         if topic and meaning is not None and meaning < FAR_IN_MEANING:
-            return GateVerdict(cleaned, "off_topic", _far(meaning), Coverage(0.0, 0.0, 0, meaning))
+            return GateVerdict(cleaned, "off_topic", _far(meaning), Coverage(0.0, 0.0, 0, meaning))  # words unweighed
         if task:
             return GateVerdict(cleaned, "off_topic", "not about the articles (a task word, no topic measured)")
         return GateVerdict(cleaned)
@@ -302,12 +310,6 @@ async def check_request(
         return GateVerdict(cleaned, "off_topic", _far(meaning), measured)
     why = f"not about the articles: the collection holds {measured.together:.0%} of its topic (bar {bar:.0%})"
     return GateVerdict(cleaned, "off_topic", why, measured)
-
-
-_POINTS_BACK = _r(
-    r"(?<!\w)(?:из\s+них|о\s+них|их|них|ними|davon|darin|daraus|darüber|denen|them|those|these"
-    r"|the\s+(?:first|second|third|last|latest)\s+one)(?!\w)"
-)
 
 
 def _far(meaning: float | None) -> str:

@@ -4,8 +4,8 @@ vectors (the same model the version was embedded with, so the two are comparable
 
 Words alone cannot tell "the capital of Australia" or "a linked list in Java" from a question
 about the articles: the collection happens to use each of those words. A message about something
-else is far from every passage in meaning: on the dev half the real questions that reach the
-gate score 0.30–0.75 and the off-topic ones 0.10–0.35 (docs/router.md, "The request gate").
+else is far from every passage in meaning: on the dev half most real questions that reach the
+gate score 0.30–0.75 and most off-topic ones 0.10–0.35 (docs/router.md, "The request gate").
 
 The vectors are read from PostgreSQL (``rag_chunks.embedding``), not from the vector store: the
 router runs in another process than the vector worker, and Qdrant Edge opens a shard in one
@@ -85,12 +85,6 @@ class CollectionSimilarity:
         if embedded.shape != (1, loaded.vectors.shape[1]):
             return None
         return round(float((loaded.vectors @ embedded[0]).max()), 4)
-
-    async def warm_up(self) -> None:
-        """Load the serving version's vectors and the embedding model before the first question."""
-        loaded = await self._vectors()
-        if loaded is not None:
-            await self.embedders.get(loaded.model).embed(["warm-up"])
 
 
 def _matrix(rows: list[bytes], dimension: int) -> np.ndarray:
