@@ -283,13 +283,11 @@ async def check_request(
     measured = await relevance.coverage(topic, language) if relevance is not None and topic else None
     # A message that points back at a result ("welche davon behandeln MFA?") means what that result
     # is about: its own words are far from every passage, so its meaning is not measured.
-    meaning = await relevance.similarity(cleaned) if relevance is not None and not _POINTS_BACK.search(cleaned) \
-        else None
+    meaning = await relevance.similarity(cleaned) \
+        if relevance is not None and measured is not None and not _POINTS_BACK.search(cleaned) else None
     if measured is None:
-        # Topic words a collection too small to count them could not weigh: the meaning still can.
-        # No topic words at all ("а о чём вторая из них?") point back at a result: not measured.
-        if topic and meaning is not None and meaning < FAR_IN_MEANING:
-            return GateVerdict(cleaned, "off_topic", _far(meaning), Coverage(0.0, 0.0, 0, meaning))  # words unweighed
+        # No topic words, or a collection too small to tell a topic it lacks from one it happens not
+        # to mention: neither signal decides (the meaning is as little evidence there as the words).
         if task:
             return GateVerdict(cleaned, "off_topic", "not about the articles (a task word, no topic measured)")
         return GateVerdict(cleaned)

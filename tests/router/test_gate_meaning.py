@@ -6,8 +6,10 @@ against the words' coverage."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -16,16 +18,15 @@ import pytest
 from infra.corpus import ArticleRecord, read_corpus
 from infra.results import Language
 from infra.settings import Settings
-from infra.vectors import VectorStore
 from retrieval.embeddings import EmbedderRegistry
 from router.gate import CLOSE_IN_MEANING, FAR_IN_MEANING, WORDS_HELD, Coverage, check_request
 from router.relevance import CollectionRelevance
 from router.similarity import CollectionSimilarity
 from router.tools import default_registry
-from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
+from tests.retrieval.rag_fixtures import index, load, make_ctx, make_store, rag_db, rag_settings
 from tests.support import services
 
-FIXTURES = (rag_db, rag_settings, store)
+FIXTURES = (rag_db, rag_settings)
 TODAY = date(2026, 6, 18)
 
 # Stories of the shared corpus (read at test time, never copied): the security advisories and
@@ -34,11 +35,13 @@ NAMED = ["2024-05-16-dos-rexml-cve-2024-35176", "2026-03-05-buffer-overflow-zlib
          "2025-02-10-dos-net-imap-cve-2025-25186", "2022-12-25-ruby-3-2-0-released"]
 
 
-def _records() -> list[ArticleRecord]:
+def _records() -> tuple[list[ArticleRecord], list[str]]:
+    """Every article of the corpus (the words' coverage counts them all), and the ids of the sample
+    that is embedded (the meaning is measured against it: embedding all would cost a minute)."""
     records = [r for r in read_corpus(services.SHARED_CORPUS) if isinstance(r, ArticleRecord)]
     keys = sorted({r.translation_key for r in records if r.translation_key})
     wanted = set(NAMED) | set(random.Random(23).sample(keys, 40))
-    return [r for r in records if r.translation_key in wanted]
+    return records, sorted({r.id for r in records if r.translation_key in wanted})
 
 
 ON_TOPIC = [
@@ -54,42 +57,48 @@ OFF_TOPIC = [
 
 
 @pytest.fixture
-async def meaning(rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore) -> CollectionSimilarity:
-    context = make_ctx(rag_settings, rag_db, store, llm=False)
-    await load(rag_db, _records())
-    await index(context, batch_size=16)
-    return CollectionSimilarity(rag_db, EmbedderRegistry(rag_settings))
+async def meaning(rag_settings: Settings, rag_db: asyncpg.Pool, tmp_path: Path) -> AsyncIterator[CollectionSimilarity]:
+    """The corpus loaded, a sample of it embedded by a real run into Qdrant Edge (the meaning signal
+    reads the vectors from PostgreSQL, whichever engine serves the vector side)."""
+    store = make_store("edge", tmp_path)
+    try:
+        records, sample = _records()
+        await load(rag_db, records)
+        await index(make_ctx(rag_settings, rag_db, store, llm=False), batch_size=16, ids=sample)
+        yield CollectionSimilarity(rag_db, EmbedderRegistry(rag_settings))
+    finally:
+        store.close()
 
 
-async def test_a_run_stores_every_chunk_vector_beside_its_text(meaning: CollectionSimilarity) -> None:
+async def test_a_run_stores_every_vector_and_questions_on_the_articles_read_close(meaning: CollectionSimilarity) -> None:
     counts = await meaning.pool.fetchrow(
         "SELECT count(*) AS chunks, count(embedding) AS vectors, min(length(embedding)) AS shortest, "
         "max(length(embedding)) AS longest FROM rag_chunks c JOIN collection_versions v ON v.name = c.collection "
         "WHERE v.active")
     assert counts["chunks"] > 40 and counts["vectors"] == counts["chunks"]
     assert counts["shortest"] == counts["longest"] == 4 * 512  # float32, the local model's dimension
-
-
-async def test_questions_on_the_articles_read_close_and_others_far(meaning: CollectionSimilarity) -> None:
     close = [await meaning.similarity(q) for q in ON_TOPIC]
     far = [await meaning.similarity(q) for q in OFF_TOPIC]
     assert None not in close and None not in far
     assert all(s >= FAR_IN_MEANING for s in close if s is not None), close
     assert all(s < FAR_IN_MEANING for s in far if s is not None), far
-    assert min(s for s in close if s is not None) > max(s for s in far if s is not None) + 0.1  # the two groups are apart, not just on either side of the bar
+    assert min(s for s in close if s is not None) > max(s for s in far if s is not None) + 0.1
 
 
-async def test_the_gate_refuses_a_message_far_in_meaning_though_too_few_articles_to_count_words(
+async def test_the_gate_refuses_a_message_far_in_meaning_though_one_article_uses_its_words(
     meaning: CollectionSimilarity, rag_db: asyncpg.Pool,
 ) -> None:
-    # Fewer than 100 visible articles: the word coverage is not measured; the meaning still is.
     relevance = CollectionRelevance(rag_db, meaning)
+    words_only = CollectionRelevance(rag_db)
     names = default_registry().names
+    question = "What's the capital of Australia?"
+    lexical = await check_request(question, language="en", tools=names, relevance=words_only, today=TODAY)
+    assert lexical.passed and lexical.coverage is not None  # the words alone let it through
 
     async def verdict(question: str, language: Language) -> Any:
         return await check_request(question, language=language, tools=names, relevance=relevance, today=TODAY)
 
-    refused = await verdict("What's the capital of Australia?", "en")
+    refused = await verdict(question, "en")
     assert refused.refused == "off_topic" and "in meaning" in refused.reason
     assert refused.coverage is not None and refused.coverage.similarity is not None
     assert (await verdict("Чем опасна уязвимость в REXML?", "ru")).passed
@@ -138,6 +147,15 @@ async def test_far_in_meaning_refuses_though_one_article_uses_most_words() -> No
     assert (await _gate(question, _Signals(together=0.84, meaning=FAR_IN_MEANING))).passed
     # nearly all its words held by one article: the words win over a low meaning score
     assert (await _gate(question, _Signals(together=WORDS_HELD, meaning=0.1))).passed
+
+
+async def test_too_few_articles_to_count_words_means_neither_signal_decides() -> None:
+    @dataclass
+    class _FreshImport(_Signals):
+        async def coverage(self, text: str, language: Language) -> Coverage | None:
+            return None  # fewer than 100 visible articles
+
+    assert (await _gate("why do mountain goats climb dams", _FreshImport(together=0.0, meaning=0.1))).passed
 
 
 async def test_far_in_meaning_still_passes_when_one_article_holds_its_names() -> None:
