@@ -180,6 +180,7 @@ class CaseResult:
     routed_by: str = "llm"  # "fallback": the deterministic rules decided (no usable call, or code read no request)
     gate: str | None = None  # the request gate's refusal class (None: it passed the message on)
     coverage: float | None = None  # the gate's relevance signal, when it was measured
+    similarity: float | None = None  # the gate's meaning signal, when it was measured
 
 
 def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseResult:
@@ -198,6 +199,7 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         question_language=case.question_language, rounds=decision.rounds, refused=decision.tool is None,
         routed_by=decision.routed_by, gate=decision.gate.refused if decision.gate else None,
         coverage=decision.gate.coverage.together if decision.gate and decision.gate.coverage else None,
+        similarity=decision.gate.coverage.similarity if decision.gate and decision.gate.coverage else None,
     )
 
 

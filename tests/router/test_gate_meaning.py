@@ -16,10 +16,12 @@ import asyncpg
 import pytest
 
 from infra.corpus import ArticleRecord, read_corpus
-from infra.results import Language
+from infra.results import Language, Usage
 from infra.settings import Settings
 from retrieval.embeddings import EmbedderRegistry
-from router.gate import CLOSE_IN_MEANING, FAR_IN_MEANING, WORDS_HELD, Coverage, check_request
+from router.decision import RoutingDecision
+from router.eval import EvalCase, score
+from router.gate import CLOSE_IN_MEANING, FAR_IN_MEANING, WORDS_HELD, Coverage, GateVerdict, check_request
 from router.relevance import CollectionRelevance
 from router.similarity import CollectionSimilarity
 from router.tools import default_registry
@@ -162,3 +164,11 @@ async def test_far_in_meaning_still_passes_when_one_article_holds_its_names() ->
     question = "was ist mit YJIT los"
     assert (await _gate(question, _Signals(together=0.5, meaning=0.2))).refused == "off_topic"
     assert (await _gate(question, _Signals(together=0.5, meaning=0.2, names=True))).passed
+
+
+def test_the_eval_reports_both_signals_per_case() -> None:
+    case = EvalCase(id="x", question="capital of Australia", today=TODAY, expected_tool=None, expected_arguments={})
+    verdict = GateVerdict("capital of Australia", "off_topic", "far", Coverage(0.84, 0.9, 3, 0.17))
+    decision = RoutingDecision(tool=None, arguments={}, routed_by="fallback", usage=Usage(), gate=verdict)
+    result = score(case, decision, 1.0)
+    assert (result.gate, result.coverage, result.similarity) == ("off_topic", 0.84, 0.17)
