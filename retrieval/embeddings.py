@@ -47,7 +47,8 @@ class Embedder(Protocol):
         ...
 
 
-def _normalize(rows: np.ndarray) -> np.ndarray:
+def normalize_rows(rows: np.ndarray) -> np.ndarray:
+    """float32 rows scaled to unit length (a zero row stays zero)."""
     rows = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
@@ -87,7 +88,7 @@ class LocalEmbedder:
             return np.zeros((0, LOCAL_DIMENSION), dtype=np.float32)
         vectors = _use().encode(list(texts))
         self.texts_embedded += len(texts)
-        return _normalize(vectors)
+        return normalize_rows(vectors)
 
     async def embed(self, texts: Sequence[str], *, deadline: float | None = None) -> np.ndarray:
         # numpy releases the GIL; a thread keeps the event loop (and its other tasks) moving.
@@ -143,7 +144,7 @@ class OpenAIEmbedder:
             rows.extend(d.embedding for d in data)
         if not rows:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
-        out = _normalize(np.asarray(rows, dtype=np.float32))
+        out = normalize_rows(np.asarray(rows, dtype=np.float32))
         if self._dimension is not None and out.shape[1] != self._dimension:
             raise EmbeddingError(f"model {self.model!r} returned {out.shape[1]} dimensions, expected {self._dimension}")
         self._dimension = int(out.shape[1])

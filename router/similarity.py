@@ -26,7 +26,7 @@ import numpy as np
 from infra.db.collections import active_version
 from infra.db.rag_chunks import chunk_embeddings
 from infra.settings import ConfigError
-from retrieval.embeddings import EmbedderRegistry, EmbeddingError
+from retrieval.embeddings import EmbedderRegistry, EmbeddingError, normalize_rows
 
 log = logging.getLogger("turnout.router")
 
@@ -89,7 +89,4 @@ class CollectionSimilarity:
 
 def _matrix(rows: list[bytes], dimension: int) -> np.ndarray:
     vectors = np.frombuffer(b"".join(r for r in rows if len(r) == 4 * dimension), dtype="<f4")
-    vectors = vectors.reshape(-1, dimension).astype(np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return vectors / norms
+    return normalize_rows(vectors.reshape(-1, dimension))
