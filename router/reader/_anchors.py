@@ -182,7 +182,8 @@ def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 
 def _ordinal_unit(tokens: list[Token], i: int) -> tuple[str, int, int] | None:
-    """ "Q1", "H2", "first quarter", "1. Quartal", "второе полугодие", "the first half of"."""
+    """ "Q1", "H2", "first quarter", "1. Quartal", "второе полугодие", "the first half of", "the first
+    third of 2026", "ersten Drittel", "вторая треть года"."""
     fold = _fold(tokens, i)
     if fold in lx.QUARTER_CODES:
         return "quarter", lx.QUARTER_CODES[fold], i + 1
@@ -197,40 +198,38 @@ def _ordinal_unit(tokens: list[Token], i: int) -> tuple[str, int, int] | None:
         if _fold(tokens, j) in ("of", "des") and lx.UNITS.get(_fold(tokens, j + 1)) == "year":
             j += 2  # "the first half of the year"
         return "half", n, j
+    if word in lx.THIRD_WORDS and n <= 3:
+        j = _skip(tokens, i + 2, _OF)
+        return "third", n, j + 1 if lx.UNITS.get(_fold(tokens, j)) == "year" else j  # "… of the year"
     unit = unit_at(tokens, i + 1)
     if unit is not None and unit[0] in ("quarter", "half") and (unit[0] == "quarter" or n <= 2):
         return unit[0], n, unit[1]
     return None
 
 
-def _part_by_ordinal(tokens: list[Token], i: int, today: date) -> Anchor | None:
-    """A fraction named by an ordinal: a half of a month ("the second half of September 2025", "во
-    второй половине сентября", "die erste Hälfte des März") or a third of a year ("the first third
-    of 2026", "ersten Drittel 2026", "вторая треть года"): the calendar split into equal parts."""
+def _half_of_month(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "the second half of September 2025", "во второй половине сентября", "die erste Hälfte des
+    März": days 1-15 or 16 to the month's end."""
     n = lx.ordinal(_fold(tokens, i))
-    word = _fold(tokens, i + 1)
-    if n is None or not (word in lx.HALF_WORDS and n <= 2 or word in lx.THIRD_WORDS and n <= 3):
+    if n is None or n > 2 or _fold(tokens, i + 1) not in lx.HALF_WORDS:
         return None
     j = _skip(tokens, i + 2, _OF)
-    month = _month_at(tokens, j) if word in lx.HALF_WORDS else None
-    if month is not None:
-        def half(year: int) -> tuple[date, date]:
-            start, end = months_span(year, month, 1)
-            return (start, date(year, month, 15)) if n == 1 else (date(year, month, 16), end)
-        return _in_year(tokens, i, j + 1, today, "month", half)
-    if word not in lx.THIRD_WORDS:
+    month = _month_at(tokens, j)
+    if month is None:
         return None
-    if lx.UNITS.get(_fold(tokens, j)) == "year":
-        j += 1  # "the first third of the year": this year, or the year after it
-    return _in_year(tokens, i, j, today, "part", lambda y: months_span(y, 4 * (n - 1) + 1, 4))
+
+    def half(year: int) -> tuple[date, date]:
+        start, end = months_span(year, month, 1)
+        return (start, date(year, month, 15)) if n == 1 else (date(year, month, 16), end)
+    return _in_year(tokens, i, j + 1, today, "month", half)
 
 
-def _quarter_or_half(tokens: list[Token], i: int, today: date) -> Anchor | None:
+def _nth_part_of_year(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = _ordinal_unit(tokens, i)
     if found is None:
         return None
     unit, n, j = found
-    size = 3 if unit == "quarter" else 6
+    size = {"quarter": 3, "half": 6, "third": 4}[unit]
     return _in_year(tokens, i, j, today, unit, lambda y: months_span(y, size * (n - 1) + 1, size))
 
 
@@ -391,7 +390,7 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
     return Anchor(first, next_index, start, end, "relative")
 
 
-_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _part_by_ordinal, _quarter_or_half, _part, _day, _month, _season,
+_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month, _season,
             _decade, _year)
 
 
