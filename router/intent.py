@@ -174,24 +174,34 @@ LISTING_QUESTION = _r(
     # "has anything been written here about X?", "whatever was posted about X"
     r"|^(?:has|have)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
 )
+
+
+def _producing(verbs: str, objects: str) -> re.Pattern[str]:
+    """A request to produce ``objects`` of the articles: a verb first (after politeness, maybe a
+    comma'd "please"), an optional "me", up to two more words ("a short"), then the object."""
+    return _r(
+        r"^" + POLITE + r"(?:" + verbs + r")(?:,?\s+(?:please|пожалуйста|bitte),)?"
+        r"\s+(?:me\s+|us\s+|мне\s+|нам\s+|mir\s+|uns\s+)?(?:[\w-]+\s+){0,2}?(?:" + objects + r")(?!\w)"
+    )
+
+
 # "Write me a short summary of …", "Составь обзор статей про …", "Gib mir eine Zusammenfassung der
 # …": a verb of producing whose object is a digest (summary, overview, recap) asks for an answer
 # over the articles — not a change to the collection, not a task outside it, not search words.
-DIGEST_REQUEST = _r(
-    r"^" + POLITE + r"(?:write|compose|make|prepare|put\s+together|give|draft|create|produce|do|get"
+DIGEST_REQUEST = _producing(
+    r"write|compose|make|prepare|put\s+together|give|draft|create|produce|do|get"
     r"|напиши|составь|сделай|дай|подготовь|набросай|сформулируй|собери"
-    r"|schreib\w*|erstell\w*|mach\w*|gib|verfass\w*|formulier\w*)(?:,?\s+(?:please|пожалуйста|bitte),)?"
-    r"\s+(?:me\s+|us\s+|мне\s+|нам\s+|mir\s+|uns\s+)?"
-    r"(?:[\w-]+\s+){0,2}?(?:summary|summaries|overview|recap|digest|synopsis|rundown|roundup|round-up"
+    r"|schreib\w*|erstell\w*|mach\w*|gib|verfass\w*|formulier\w*",
+    r"summary|summaries|overview|recap|digest|synopsis|rundown|roundup|round-up"
     r"|сводк\w*|обзор\w*|резюме|выжимк\w*|пересказ\w*|содержани\w*|конспект\w*"
-    r"|zusammenfassung\w*|überblick\w*|übersicht\w*|resümee)(?!\w)"
+    r"|zusammenfassung\w*|überblick\w*|übersicht\w*|resümee",
 )
 # "Составь список статей про …", "Make me a list of the posts on …": a list of the articles is a search.
-LIST_REQUEST = _r(
-    r"^" + POLITE + r"(?:write|compose|make|prepare|put\s+together|draft|create|compile|produce|get"
+LIST_REQUEST = _producing(
+    r"write|compose|make|prepare|put\s+together|draft|create|compile|produce|get"
     r"|напиши|составь|сделай|подготовь|собери|сформируй"
-    r"|schreib\w*|erstell\w*|mach\w*|stell\w*)(?:,?\s+(?:please|пожалуйста|bitte),)?"
-    r"\s+(?:me\s+|us\s+|мне\s+|нам\s+|mir\s+|uns\s+)?(?:[\w-]+\s+){0,2}?(?:list|список|перечень|liste)(?!\w)"
+    r"|schreib\w*|erstell\w*|mach\w*|stell\w*",
+    r"list|список|перечень|liste",
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 ASK_VERB = _r(
