@@ -281,18 +281,19 @@ async def check_request(
     task = any(not _in_compound(cleaned, m) for m in OFF_TOPIC.finditer(cleaned))
     topic = topic_words(cleaned, today)
     measured = await relevance.coverage(topic, language) if relevance is not None and topic else None
-    # A message that points back at a result ("welche davon behandeln MFA?") means what that result
-    # is about: its own words are far from every passage, so its meaning is not measured.
-    meaning = await relevance.similarity(cleaned) \
-        if relevance is not None and measured is not None and not _POINTS_BACK.search(cleaned) else None
     if measured is None:
         # No topic words, or a collection too small to tell a topic it lacks from one it happens not
         # to mention: neither signal decides (the meaning is as little evidence there as the words).
         if task:
             return GateVerdict(cleaned, "off_topic", "not about the articles (a task word, no topic measured)")
         return GateVerdict(cleaned)
-    measured = replace(measured, similarity=meaning)
     bar = TASK_BELOW if task else OFF_TOPIC_BELOW
+    # The meaning is measured where it can change the decision: not when one article holds nearly
+    # all the words above the bar (routed either way), nor for a message that points back at a
+    # result ("welche davon behandeln MFA?": it means what that result is about, far from its words).
+    meaning = await relevance.similarity(cleaned) if relevance is not None \
+        and measured.together < max(bar, WORDS_HELD) and not _POINTS_BACK.search(cleaned) else None
+    measured = replace(measured, similarity=meaning)
     # Each signal overrides the other only with strong evidence: a message close in meaning to a
     # passage is routed though its words are not the articles' ("почему сертификаты летсэнкрипт
     # живут всего 90 дней"); one far from every passage is refused though one article happens to
