@@ -17,7 +17,9 @@ from typing import Any
 from infra.results import LANGUAGES
 
 DATA = Path(__file__).parent / "data"
-SETS = {"dev": DATA / "answer_eval_dev.jsonl", "test": DATA / "answer_eval_test.jsonl"}
+# dev: tune on it; test: the held-out half; fresh: a second held-out set, written blind after the
+# test half had been run (docs/rag.md, "Fourth round").
+SETS = {name: DATA / f"answer_eval_{name}.jsonl" for name in ("dev", "test", "fresh")}
 TOOLS = ("AskArticles", "SearchAndAskArticles")
 
 

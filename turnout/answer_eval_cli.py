@@ -17,7 +17,7 @@ console = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
 
 
 def eval_answers(
-    split: Annotated[str, typer.Option("--split", help="dev or test (the half of the labelled set)")] = "dev",
+    split: Annotated[str, typer.Option("--split", help="dev, test (the held-out half) or fresh (a later held-out set)")] = "dev",
     cases_file: Annotated[Path | None, typer.Option("--file", help="a JSONL file of cases instead of the set")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="only the first N cases")] = None,
     time_budget_s: Annotated[float | None, typer.Option(
@@ -33,10 +33,10 @@ def eval_answers(
     """Run each case through the real RAG path with the configured LLM endpoint and score the
     answers per model. The corpus must be imported and indexed (`turnout import`, `turnout reembed`)."""
     from retrieval.answer_eval import eval_installation, render_markdown
-    from retrieval.answer_eval_cases import AnswerEvalError, load_answer_cases, resolve_set
+    from retrieval.answer_eval_cases import SETS, AnswerEvalError, load_answer_cases, resolve_set
 
-    if split not in ("dev", "test"):
-        console.print("[red]--split is dev or test[/red]")
+    if split not in SETS:
+        console.print(f"[red]--split is one of {', '.join(SETS)}[/red]")
         raise typer.Exit(2)
     settings = get_settings()
     try:

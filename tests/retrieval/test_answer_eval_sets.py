@@ -1,4 +1,4 @@
-"""The shipped answer-evaluation sets (retrieval/data/answer_eval_{dev,test}.jsonl) hold labels
+"""The shipped answer-evaluation sets (retrieval/data/answer_eval_{dev,test,fresh}.jsonl) hold labels
 that the real corpus supports: the format `turnout eval-answers` reads, checked against the articles."""
 
 from __future__ import annotations
@@ -60,7 +60,17 @@ def test_both_halves_have_the_shape_the_command_reads() -> None:
             assert all(fact and all(isinstance(form, str) and form for form in fact) for fact in row["keyFacts"])
 
 
-@pytest.mark.parametrize("split", ["dev", "test"])
+def test_the_fresh_set_is_new_and_has_the_shape_the_command_reads() -> None:
+    fresh, earlier = _rows("fresh"), _rows("dev") + _rows("test")
+    assert len(fresh) >= 30 and all(r["split"] == "fresh" and FIELDS <= r.keys() for r in fresh)
+    assert not {r["id"] for r in fresh} & {r["id"] for r in earlier}
+    # Written blind after the test half was run: no article of the earlier halves answers a fresh case.
+    assert not {i for r in fresh for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
+    tags = Counter(t for r in fresh for t in r["tags"])
+    assert tags["cross_language"] >= 5 and tags["answer_language"] >= 3 and tags["combined"] >= 5, tags
+
+
+@pytest.mark.parametrize("split", ["dev", "test", "fresh"])
 def test_labels_point_at_articles_that_hold_the_key_facts(split: str, corpus: dict[str, ArticleRecord]) -> None:
     for row in _rows(split):
         records = [corpus[i] for i in row["articleIds"]]  # KeyError names an id the corpus lacks
