@@ -7,7 +7,10 @@ check measures, rather than matching phrases:
 - **new words**: the answer's content words (stop words and citation markers left out, words
   compared by a 5-letter stem so ru/de inflections match) that are not the question's own;
 - **support**: the share of those new words that occur in the passages it was given;
-- **citations**: ``[n]`` markers that point at a passage.
+- **citations**: ``[n]`` markers that point at a passage;
+- **language**: the script of the reply's own words (quotes, names in them and markers left out),
+  and lingua's confidence between English and German: a reply in another language than the one
+  asked is not the answer the user asked for (``wrong_language``).
 
 Across scripts (a Russian answer from English passages) only names and numbers can be
 shared, so there a cited answer must carry over one of them and an uncited one two. The
@@ -21,7 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Verdict = Literal["accepted", "empty", "restates_question", "off_material", "uncited"]
+from infra.text_language import confidences
+
+Verdict = Literal["accepted", "empty", "restates_question", "off_material", "uncited", "wrong_language"]
 
 MIN_NEW_WORDS = 1  # no content word beyond the question's: it restates the question
 MIN_SUPPORT = 0.3  # share of new words found in the passages (a passage in the answer's script)
@@ -30,11 +35,21 @@ MIN_SHARED_UNCITED = 2  # shared words with the passages: an uncited answer need
 MIN_SHARED_CROSS_SCRIPT = 1  # a cited answer in another script than its passages carries over a name or number,
 MIN_NEW_WORDS_CROSS_SCRIPT = 4  # ... or has this many content words of its own
 STEM = 5
+# The reply's language, measured on 1,125 corpus snippets of 1-3 sentences (docs/rag.md, "Answer
+# check"): fewer words than this cannot show a language (a name and a number).
+MIN_WORDS_FOR_LANGUAGE = 5
+MIN_CYRILLIC_SHARE_RU = 0.2  # of a Russian reply's words; 2% of Russian snippets are below (download lists)
+MAX_CYRILLIC_SHARE_LATIN = 0.5  # of an English or German reply's words; no such snippet is above 0
+MIN_LANGUAGE_CONFIDENCE = 0.1  # lingua's, in en/de over the Latin words: 0 of 614 English snippets below,
+# 4 of 297 German ones (English text quoted in German posts)
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[a-zA-Z\u00c0-\u024f]")
+_LETTER_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+# What the model did not write in its own words: quotes, code, addresses.
+_NOT_PROSE = re.compile(r"«[^»]*»|\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]|`[^`]*`|https?://\S+")
 
 # Function words of the three languages, and the filler of a reply that offers help or asks for the
 # question (measured on the dev half: these words also occur in articles, so they lent such replies
@@ -113,8 +128,29 @@ def citation_numbers(answer: str) -> list[int]:
     return [int(n) for n in _MARKER.findall(answer)]
 
 
-def check_answer(answer: str, question: str, passages: Sequence[str], n_sources: int) -> AnswerCheck:
-    """The verdict on one model answer, with the measures it was decided on."""
+def in_language(answer: str, language: str) -> bool:
+    """Whether the reply's own words can be in ``language`` (True when too few words to tell)."""
+    words = _LETTER_WORD.findall(_MARKER.sub(" ", _NOT_PROSE.sub(" ", answer)))
+    if len(words) < MIN_WORDS_FOR_LANGUAGE:
+        return True
+    cyrillic = [w for w in words if _CYRILLIC.search(w)]
+    share = len(cyrillic) / len(words)
+    if language == "ru":
+        return share >= MIN_CYRILLIC_SHARE_RU
+    if share > MAX_CYRILLIC_SHARE_LATIN:
+        return False
+    latin = [w for w in words if not _CYRILLIC.search(w)]
+    if len(latin) < MIN_WORDS_FOR_LANGUAGE:
+        return True
+    scores = confidences(" ".join(latin))
+    return next((v for k, v in scores.items() if k == language), 0.0) >= MIN_LANGUAGE_CONFIDENCE
+
+
+def check_answer(
+    answer: str, question: str, passages: Sequence[str], n_sources: int, language: str | None = None
+) -> AnswerCheck:
+    """The verdict on one model answer, with the measures it was decided on; ``language``, when
+    given, is the language the answer must be in."""
     asked = stems(question)
     new = stems(answer) - asked
     citations = sum(1 for n in citation_numbers(answer) if 1 <= n <= n_sources)
@@ -139,6 +175,8 @@ def check_answer(answer: str, question: str, passages: Sequence[str], n_sources:
         verdict = "off_material"
     elif not citations and (support < MIN_SUPPORT_UNCITED or supported < MIN_SHARED_UNCITED):
         verdict = "uncited"
+    if verdict == "accepted" and language is not None and not in_language(answer, language):
+        verdict = "wrong_language"
     return AnswerCheck(verdict, len(new), supported, support, citations, cross_script)
 
 

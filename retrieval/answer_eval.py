@@ -22,7 +22,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from functools import lru_cache
 from typing import Any
 
 import asyncpg
@@ -32,6 +31,7 @@ from infra.llm import create_llm_client
 from infra.messages.ask import AskOutcome
 from infra.results import Source
 from infra.settings import Settings
+from infra.text_language import detect
 from retrieval.answer_check import citation_numbers, stems
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError
 from retrieval.answer_stream import DELTA, AnswerStream
@@ -91,18 +91,6 @@ class CaseResult:
         return {to_camel(k): v for k, v in self.__dict__.items()}
 
 
-@lru_cache(maxsize=1)
-def _detector() -> Any:
-    from lingua import Language, LanguageDetectorBuilder
-
-    return LanguageDetectorBuilder.from_languages(Language.RUSSIAN, Language.ENGLISH, Language.GERMAN).build()
-
-
-def detect_language(text: str) -> str | None:
-    found = _detector().detect_language_of(text)
-    return {"RUSSIAN": "ru", "ENGLISH": "en", "GERMAN": "de"}.get(found.name) if found is not None else None
-
-
 def _prose(answer: str) -> str:
     """The answer without citation markers and quoted passages: the words the model wrote."""
     return re.sub(r"\[\d+\]", " ", _QUOTE.sub(" ", answer))
@@ -141,7 +129,7 @@ def score_case(case: AnswerCase, outcome: AskOutcome, first_delta_s: float | Non
     restated = llm_answer and not (stems(prose) - stems(case.question))
     return CaseResult(
         id=case.id, answer_kind=outcome.answer_kind,
-        language_right=bool(prose.strip()) and detect_language(prose) == case.answer_language,
+        language_right=bool(prose.strip()) and detect(prose) == case.answer_language,
         # On a no_answer case saying "not in the articles" is the right answer, not a non-answer.
         non_answer=llm_answer and bool(case.key_facts) and (bool(NON_ANSWER.search(prose)) or restated),
         facts_found=found, facts=len(case.key_facts), citations=markers, citations_valid=valid,

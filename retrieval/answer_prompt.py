@@ -16,6 +16,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from infra.db.rag_sources import SourceArticle
 from infra.vectors import Hit
@@ -42,6 +43,12 @@ STRICT_REMINDER = (
     "state their facts in your own sentences, cite them as [n], do not repeat the question, never ask for "
     "anything and never offer help."
 )
+# After a reply in another language than the one asked (the answer check's `wrong_language`).
+LANGUAGE_REMINDER = (
+    "Your previous reply was not in {name}. Write the whole answer in {name}: translate what the passages "
+    "say, keep names, versions and numbers as they are, and cite them as [n]."
+)
+Reminder = Literal["strict", "language"]
 
 
 @dataclass
@@ -137,18 +144,19 @@ def select_passages(
 
 
 def build_messages(
-    question: str, answer_language: str, articles: Sequence[ArticlePassages], *, strict: bool = False
+    question: str, answer_language: str, articles: Sequence[ArticlePassages], *, reminder: Reminder | None = None
 ) -> list[dict[str, str]]:
     """The constant system message, then the fenced material (a random tag per request, so the
-    material cannot close the fence), the question and the answer language last."""
+    material cannot close the fence), the question, a retry's reminder and the answer language last."""
     tag = secrets.token_hex(6)
     name = LANGUAGE_NAMES[answer_language]
+    note = {None: "", "strict": STRICT_REMINDER + "\n", "language": LANGUAGE_REMINDER.format(name=name) + "\n"}
     blocks = [article_header(a.number, a.source) + "\n" + "\n…\n".join(a.texts) for a in articles]
     user = (
         f"The material's tag is {tag}.\n"
         f"<<<MATERIAL {tag}>>>\n" + "\n\n".join(blocks) + f"\n<<<END MATERIAL {tag}>>>\n\n"
         f"Question: {question}\n\n"
-        + (STRICT_REMINDER + "\n" if strict else "")
+        + note[reminder]
         + f"Write the whole answer in {name} (language code \"{answer_language}\")."
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

@@ -45,6 +45,7 @@ from retrieval.answer_model import ModelCall, SpendScope, call_answer_model
 from retrieval.answer_prompt import (
     LANGUAGE_NAMES,
     ArticlePassages,
+    Reminder,
     Selection,
     build_messages,
     select_passages,
@@ -228,17 +229,20 @@ async def _checked_answer(
     entries = len(selection.articles)
     check: AnswerCheck | None = None
     call: ModelCall | None = None
-    for attempt, strict in ((1, False), (2, True)):
+    for attempt in (1, 2):
         if attempt > 1 and deadline is not None and deadline - time.monotonic() < MIN_LLM_TIME_S:
             break  # no time for the stricter ask: the extractive answer follows
-        messages = build_messages(question, answer_language, selection.articles, strict=strict)
+        reminder: Reminder | None = None
+        if check is not None:  # the second ask reminds of what the first reply missed
+            reminder = "language" if check.verdict == "wrong_language" else "strict"
+        messages = build_messages(question, answer_language, selection.articles, reminder=reminder)
         call = await call_answer_model(ctx.llm, ctx.settings, messages, deadline=deadline, stream=stream, usage=usage,
                                        spend=spend)
         if call.answer is None:
             return call, None, attempt
         repaired = repair_citations(call.answer, entries)
-        check = check_answer(repaired, question, selection.texts, entries)
-        bump(ANSWER_CHECKS, attempt="strict" if strict else "first", verdict=check.verdict)
+        check = check_answer(repaired, question, selection.texts, entries, answer_language)
+        bump(ANSWER_CHECKS, attempt="first" if reminder is None else "strict", verdict=check.verdict)
         if check.accepted:
             if stream is not None and repaired != call.answer:
                 await stream.reset("citations that name no source were removed")

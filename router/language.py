@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-
-from lingua import Language as LinguaLanguage
-from lingua import LanguageDetector, LanguageDetectorBuilder
 
 from infra.results import Language
+from infra.text_language import detect, detector
 from router.reader import language_cues
 
-_LINGUA: dict[LinguaLanguage, Language] = {
-    LinguaLanguage.RUSSIAN: "ru",
-    LinguaLanguage.ENGLISH: "en",
-    LinguaLanguage.GERMAN: "de",
-}
 _CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 _GERMAN_LETTERS = re.compile(r"[äöüßÄÖÜ]")
 _WORD = re.compile(r"[^\W\d_]+", re.U)
@@ -35,15 +27,9 @@ _FUNCTION_WORDS: dict[Language, frozenset[str]] = {
 }
 
 
-@lru_cache(maxsize=1)
-def _detector() -> LanguageDetector:
-    # Only our three languages: a short question must not be classified as, say, Dutch.
-    return LanguageDetectorBuilder.from_languages(*_LINGUA).build()
-
-
 def load_detector() -> None:
     """Build the detector now (about 0.2 s) rather than in the first question that needs it."""
-    _detector()
+    detector()
 
 
 def detect_language(text: str, default: Language = "en") -> Language:
@@ -54,10 +40,10 @@ def detect_language(text: str, default: Language = "en") -> Language:
     votes = {lang: sum(w in vocab for w in words) for lang, vocab in _FUNCTION_WORDS.items()}
     if votes["de"] != votes["en"]:
         return max(votes, key=lambda lang: votes[lang])
-    detected = _detector().detect_language_of(text)
+    detected = detect(text)
     if detected is None:
         return "de" if _GERMAN_LETTERS.search(text) else default
-    return _LINGUA[detected]
+    return detected
 
 
 def written_language(question: str, default: Language = "en") -> Language:

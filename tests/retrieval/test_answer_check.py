@@ -4,7 +4,7 @@ The non-answers are the ones the offline model gave in issue 25, or of their kin
 from __future__ import annotations
 
 from retrieval.answer_check import check_answer
-from retrieval.answer_prompt import SYSTEM_PROMPT, build_messages, tighten
+from retrieval.answer_prompt import LANGUAGE_REMINDER, STRICT_REMINDER, SYSTEM_PROMPT, build_messages, tighten
 from retrieval.citations import repair_citations, unresolved_citations
 
 YJIT = ("Ruby 3.3 ships YJIT, a just-in-time compiler, enabled with --yjit. YJIT makes Rails applications about "
@@ -72,6 +72,32 @@ def test_a_long_chunk_is_tightened_around_the_question() -> None:
 
 def test_the_system_message_is_the_same_bytes_for_every_question() -> None:
     a = build_messages("Was ist ein MX-Eintrag?", "de", [])
-    b = build_messages("How fast is YJIT?", "ru", [], strict=True)
+    b = build_messages("How fast is YJIT?", "ru", [], reminder="strict")
     assert a[0]["content"] == b[0]["content"] == SYSTEM_PROMPT
     assert a[1]["content"] != b[1]["content"] and "Russian" in b[1]["content"]
+
+
+def test_an_answer_in_another_language_than_the_one_asked_is_not_the_answer() -> None:
+    english = "YJIT is a just-in-time compiler shipped with Ruby 3.3; it makes Rails applications faster [1]."
+    assert check_answer(english, "Что такое YJIT?", [YJIT], 1, "en").accepted
+    assert check_answer(english, "Что такое YJIT?", [YJIT], 1, "ru").verdict == "wrong_language"
+    assert check_answer(english, "Was ist YJIT?", [YJIT], 1, "de").verdict == "wrong_language"
+    german = "YJIT ist ein Just-in-time-Compiler, der mit Ruby 3.3 ausgeliefert wird und Rails beschleunigt [1]."
+    assert check_answer(german, "What is YJIT?", [YJIT], 1, "de").accepted
+    assert check_answer(german, "What is YJIT?", [YJIT], 1, "en").verdict == "wrong_language"
+    # A Russian answer full of names, versions and checksums' names is still Russian.
+    russian = "YJIT в Ruby 3.3 ускоряет Rails applications примерно на 15 процентов, флаг --yjit [1]."
+    assert check_answer(russian, "What is YJIT?", [YJIT], 1, "ru").accepted
+    # Quoted passage text is not the model's own words; too few words cannot show a language.
+    quoting = 'YJIT ускоряет приложения: «makes Rails applications about 15 percent faster» [1].'
+    assert check_answer(quoting, "Что даёт YJIT?", [YJIT], 1, "ru").accepted
+    assert check_answer("Ruby 3.3 ships YJIT [1].", "Что такое YJIT?", [YJIT], 1, "ru").accepted
+
+
+def test_a_retry_reminds_of_what_the_first_reply_missed() -> None:
+    plain = build_messages("Что такое YJIT?", "ru", [])[1]["content"]
+    language = build_messages("Что такое YJIT?", "ru", [], reminder="language")[1]["content"]
+    strict = build_messages("Что такое YJIT?", "ru", [], reminder="strict")[1]["content"]
+    assert LANGUAGE_REMINDER.format(name="Russian") in language and STRICT_REMINDER not in language
+    assert STRICT_REMINDER in strict and "not in Russian" not in strict
+    assert "previous reply" not in plain

@@ -17,7 +17,7 @@ from api.ops import gather_ops
 from infra import counters
 from infra.settings import Settings
 from infra.vectors import VectorStore
-from retrieval.answer_prompt import STRICT_REMINDER
+from retrieval.answer_prompt import LANGUAGE_REMINDER, STRICT_REMINDER
 from retrieval.rag import RagContext, answer_question
 from tests.retrieval.rag_fixtures import CORPUS, article, index, load, make_ctx, rag_db, rag_settings, store
 from tests.support.llm_server import ScriptedLLM, Text
@@ -124,3 +124,25 @@ async def test_a_non_answer_is_asked_again_strictly_then_replaced_by_the_extract
     assert checks == {("first", "empty"): 2, ("strict", "accepted"): 1, ("strict", "restates_question"): 1}
     assert delta(before, after, "turnout_answer_outcomes_total", outcome="llm_on_retry") == 1
     assert delta(before, after, "turnout_answer_outcomes_total", outcome="extractive_non_answer") == 1
+
+
+async def test_a_reply_in_another_language_is_asked_again_in_the_asked_one(
+    ctx: RagContext, llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+) -> None:
+    before = await metric_samples(db, redis_client, settings)
+    english = Text("Feed the sourdough starter every day with equal weights of rye flour and water [1].")
+    russian = Text("Закваску кормят каждый день равными весами ржаной муки и воды (rye flour and water) [1].")
+    llm.script(english, russian)
+    outcome = await answer_question(ctx, question=QUESTION, language="en", answer_language="ru", scope=None)
+    assert outcome.answer_kind == "llm" and outcome.answer == russian.content
+    first, second = llm.chat_requests[-2:]
+    assert "not in Russian" in second["messages"][1]["content"]
+    assert LANGUAGE_REMINDER.format(name="Russian") in second["messages"][1]["content"]
+    assert STRICT_REMINDER not in second["messages"][1]["content"]
+
+    llm.script(english, english)  # still English after the reminder: not the answer that was asked for
+    replaced = await answer_question(ctx, question=QUESTION, language="en", answer_language="ru", scope=None)
+    assert replaced.answer_kind == "extractive" and "wrong_language" in (replaced.message or "")
+    after = await metric_samples(db, redis_client, settings)
+    assert delta(before, after, "turnout_answer_checks_total", attempt="first", verdict="wrong_language") == 2
+    assert delta(before, after, "turnout_answer_checks_total", attempt="strict", verdict="wrong_language") == 1
