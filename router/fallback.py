@@ -19,10 +19,12 @@ from typing import Any
 from infra.results import Language
 from router.intent import (
     ANAPHOR,
+    ANSWER_REQUEST,
     ARTICLES_PHRASE,
     ASK_CLAUSE,
     ASK_CUE,
     ASK_VERB,
+    BRIEF_ANSWER,
     DIGEST_REQUEST,
     LIST_REQUEST,
     LISTING_QUESTION,
@@ -69,6 +71,8 @@ def fallback_decision(
     text, rest, dates, filters = reading.text, reading.rest, reading.dates, reading.filters
 
     def search(reason: str) -> FallbackDecision:
+        if BRIEF_ANSWER.search(rest):  # "… прошлой зимой про Let's Encrypt? кратенько": a digest of them
+            return combined(rest, reason + ", in the brief form asked")
         return FallbackDecision(SEARCH, _present({"text": keywords(rest), **filters}), reason, reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
@@ -77,6 +81,8 @@ def fallback_decision(
         return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason, reading)
 
     def ask(reason: str) -> FallbackDecision:
+        if dates is not None or reading.sort is not None:  # a period or an order is the search's: search first
+            return combined(rest, reason + ", over the period or in the order asked")
         arguments = {"question": text, "language": reading.language, "answerLanguage": reading.answer}
         return FallbackDecision(ASK, _present(arguments), reason, reading)
 
@@ -91,6 +97,8 @@ def fallback_decision(
         tool, topic, reason = produced
         if tool == SEARCH:
             return FallbackDecision(SEARCH, _present({"text": keywords(topic), **filters}), reason, reading)
+        if tool == ASK:
+            return ask(reason)
         return combined(topic, reason)
     ask_clause = ASK_CLAUSE.search(rest)
     if SEARCH_VERB.search(rest):
@@ -117,6 +125,8 @@ def _produced(rest: str) -> tuple[str, str, str] | None:
     """(tool, the text its topic is read from, why) for a request to produce something of the
     articles: "Составь список статей про …" (a search), "Write a short summary of the net-imap
     advisories" (an answer over them), "Gib den Beitrag über Certbot kurz wieder" (a retelling)."""
+    if ANSWER_REQUEST.search(rest):
+        return ASK, rest, "a request to write the answer to a question"
     listing = LIST_REQUEST.search(rest)
     if listing is not None:
         return SEARCH, rest[listing.end():], "a request for a list of articles"

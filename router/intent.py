@@ -13,7 +13,7 @@ import re
 from router.reader import words_pattern as _r
 
 __all__ = [
-    "ANAPHOR", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "CLAUSE_BREAK", "DIGEST_REQUEST",
+    "ANAPHOR", "ANSWER_REQUEST", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "BRIEF_ANSWER", "CLAUSE_BREAK", "DIGEST_REQUEST",
     "GREETING_START", "INJECTION", "LIST_REQUEST", "RETELL_SEPARATED",
     "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "injected", "small_talk", "strip_greeting", "without_injection",
@@ -188,13 +188,33 @@ def _producing(verbs: str, objects: str) -> re.Pattern[str]:
 # "Write me a short summary of …", "Составь обзор статей про …", "Gib mir eine Zusammenfassung der
 # …": a verb of producing whose object is a digest (summary, overview, recap) asks for an answer
 # over the articles — not a change to the collection, not a task outside it, not search words.
-DIGEST_REQUEST = _producing(
+_PRODUCE_VERBS = (
     r"write|compose|make|prepare|put\s+together|give|draft|create|produce|do|get"
     r"|напиши|составь|сделай|дай|подготовь|набросай|сформулируй|собери"
-    r"|schreib\w*|erstell\w*|mach\w*|gib|verfass\w*|formulier\w*",
+    r"|schreib\w*|erstell\w*|mach\w*|gib|verfass\w*|formulier\w*"
+)
+DIGEST_REQUEST = _producing(
+    _PRODUCE_VERBS,
     r"summary|summaries|overview|recap|digest|synopsis|rundown|roundup|round-up"
     r"|сводк\w*|обзор\w*|резюме|выжимк\w*|пересказ\w*|содержани\w*|конспект\w*"
     r"|zusammenfassung\w*|überblick\w*|übersicht\w*|resümee",
+)
+# "Напиши мне коротко, что нового в Ruby 4.0", "write me a short paragraph explaining why …", "Составь
+# чек-лист: что проверить, прежде чем …": a verb of producing whose object is a question clause asks
+# for the answer to that question; the text's shape (a paragraph, a checklist) is neither a topic
+# nor a change to the collection. The clause is a question word's (or "explaining"/"объясняющий") run.
+ANSWER_REQUEST = _r(
+    r"^" + POLITE + r"(?:" + _PRODUCE_VERBS + r")(?!\w)[^.?!]{0,80}?(?:[,:—–]\s*|\s)"
+    r"(?=(?:what|why|how|which|when|explaining|что|почему|зачем|как|какие|какой|когда|чем|объясняющ\w*"
+    r"|was|warum|wieso|weshalb|wie|welche\w*|wann|worum)(?!\w))"
+)
+# A word asking for the answer's form, anywhere in the request: "… прошлой зимой про Let's Encrypt?
+# кратенько", "Worum ging es im Herbst? Kurzer Überblick bitte", "the Ruby posts of May, in a nutshell":
+# a digest of what is found is wanted, not only the list ("just the list" names none of these).
+BRIEF_ANSWER = _r(
+    r"\b(?:briefly|in\s+short|in\s+a\s+nutshell|tl;?\s?dr|summary|overview|recap|rundown|digest|gist)\b"
+    r"|(?<!\w)(?:кратко|кратенько|вкратце|коротко|обзор\w*|сводк\w*|выжимк\w*|резюме|суть)(?!\w)"
+    r"|\b(?:überblick\w*|zusammenfassung\w*|kurzgefasst|in\s+kürze|kurz\s+gesagt|das\s+wichtigste)\b"
 )
 # "Составь список статей про …", "Make me a list of the posts on …": a list of the articles is a search.
 LIST_REQUEST = _producing(

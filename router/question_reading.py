@@ -15,7 +15,7 @@ from datetime import date
 from typing import Any
 
 from infra.results import Language, LanguageFilter
-from router.intent import ASK_CLAUSE, strip_greeting
+from router.intent import ASK_CLAUSE, BRIEF_ANSWER, strip_greeting
 from router.language import written_language
 from router.material_language import material_language
 from router.reader import DateExpectation, QuestionCues, read_cues
@@ -26,7 +26,7 @@ _OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:ält
 _STOPWORDS = frozenset(
     """
     find show me list search for articles article posts post news about on the a an all some please in from of
-    any give get look up display written published latest recent newest oldest earliest first sorted by date
+    any give get look up display pls plz written published latest recent newest oldest earliest first sorted by date
     announcements announcement there is are gibt gibts es чо чего ли что-нибудь что-то что-либо
     with that mention mentioning related to regarding most
     найди найти покажи показать выведи список статьи статей статью статья про о об по на в за все мне
@@ -47,11 +47,13 @@ ASK_WORDS = frozenset(
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)
+# The "'s" a removed period leaves behind ("last month's posts" without "last month"); "Let's" keeps its own.
+_ORPHAN_POSSESSIVE = re.compile(r"(?:(?<=\s)|^)['’]s\b")
 
 
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     """The topic words of ``text``: without the request and collection words (None: nothing left)."""
-    words = [w.strip(".-") for w in _WORD.findall(text)]
+    words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", text))]
     kept = [
         w for w in words
         if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
@@ -104,6 +106,7 @@ def read_question(
         answer_asked=languages.answer,
         dates=cues.period.period,
         sort="oldest" if cues.order.sort == "oldest" else None,
-        asks_for_answer=languages.answer is not None or ASK_CLAUSE.search(cues.rest) is not None,
+        asks_for_answer=(languages.answer is not None or ASK_CLAUSE.search(cues.rest) is not None
+                         or BRIEF_ANSWER.search(cues.rest) is not None),
         unread_period=cues.period.unread,
     )

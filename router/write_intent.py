@@ -89,7 +89,7 @@ _WRITE_TO_STATE = _r(r"^" + POLITE + _WRITE_VERB + r"\b")
 _GERMAN_INFINITIVE = _r(
     r"\b(?:hinzufügen|erstellen|anlegen|schreiben|veröffentlichen|verstecken|verbergen|ausblenden|löschen"
     r"|entfernen|ändern|bearbeiten|aktualisieren|umbenennen|ersetzen|setzen|stellen|markieren|verschieben"
-    r"|archivieren|importieren|hochladen)\s*[?!.]*$"
+    r"|archivieren|importieren|hochladen)\s*[?!.:]*$"
 )
 CLAUSES = _r(r"(?<=[.!?;:])\s+|\s*\n\s*")
 
@@ -157,6 +157,8 @@ def _imperative(words: list[str]) -> bool:
     first = words[0]
     if _READ_VERB.match(first) or _NO_VERB.match(first) or re.fullmatch(COLLECTION_NOUN, first, re.I):
         return False
+    if _SOURCE_PREPOSITION.match(first) or _LOCATION_PREPOSITION.match(first):
+        return False  # "Bitte von den frühesten Artikeln an": a clause opened by a preposition has no imperative
     if re.match(r"[а-яё]", first, re.I):
         return bool(_RU_IMPERATIVE.match(first)) and not _RU_NOUN_ENDING.search(first)
     if len(words) < 2:
@@ -186,7 +188,7 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
 
 # German puts the verb last; an infinitive there that does not read ("… bitte offline nehmen") changes
 # the collection noun before it. Lower case tells a German verb from a noun.
-_GERMAN_LAST_VERB = re.compile(r"\b([a-zäöüß]{3,}(?:en|ern|eln))\s*[?!.]*$")
+_GERMAN_LAST_VERB = re.compile(r"\b([a-zäöüß]{3,}(?:en|ern|eln))\s*[?!.:]*$")
 _GERMAN_READ_INFINITIVE = re.compile(
     r"(?:zeigen|finden|suchen|listen|nennen|geben|erklären|fassen|vergleichen|lesen|sehen|haben|sein|bekommen"
     r"|wissen|lernen|verstehen|beschreiben|sortieren|ordnen|filtern|holen|schicken|senden|empfehlen|lassen"

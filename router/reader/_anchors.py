@@ -46,7 +46,7 @@ def _skip(tokens: list[Token], i: int, words: frozenset[str]) -> int:
     return i
 
 
-_OF = frozenset({"of", "the", "des", "dem", "от"})
+_OF = frozenset({"of", "the", "des", "dem", "von", "от"})  # "the first third of 2013", "dem ersten Drittel von 2013"
 
 
 def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | None:
@@ -181,15 +181,15 @@ def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
     return anchor if anchor.year_given else replace(anchor, kind="bare-season")
 
 
-def _ordinal_unit(tokens: list[Token], i: int) -> tuple[str, int, int] | None:
+def _ordinal_unit(tokens: list[Token], i: int, n: int | None = None) -> tuple[str, int, int] | None:
     """ "Q1", "H2", "first quarter", "1. Quartal", "второе полугодие", "the first half of", "the first
-    third of 2026", "ersten Drittel", "вторая треть года"."""
+    third of 2026", "ersten Drittel", "вторая треть года" (``n``: the ordinal, when the caller read it)."""
     fold = _fold(tokens, i)
     if fold in lx.QUARTER_CODES:
         return "quarter", lx.QUARTER_CODES[fold], i + 1
     if fold in lx.HALF_CODES:
         return "half", lx.HALF_CODES[fold], i + 1
-    n = lx.ordinal(fold)
+    n = lx.ordinal(fold) if n is None else n
     if n is None:
         return None
     word = _fold(tokens, i + 1)
@@ -226,10 +226,23 @@ def _half_of_month(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 def _nth_part_of_year(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = _ordinal_unit(tokens, i)
+    fold = _fold(tokens, i)
+    last = found is None and (lx.relative(fold) == -1 or (fold == "the" and lx.relative(_fold(tokens, i + 1)) == -1)
+                              or fold.startswith("последн"))
+    if last and fold == "the":
+        i_part = i + 1
+    else:
+        i_part = i
+    if last:  # "the last third of 2024", "das letzte Quartal von 2013": the year's final part
+        found = _ordinal_unit(tokens, i_part, n=1)
     if found is None:
         return None
     unit, n, j = found
     size = {"quarter": 3, "half": 6, "third": 4}[unit]
+    if last:
+        if year_spec(tokens, j, today) is None:
+            return None  # "the last quarter" without a year is the one before this one (`_relative`)
+        n = 12 // size
     return _in_year(tokens, i, j, today, unit, lambda y: months_span(y, size * (n - 1) + 1, size))
 
 
@@ -324,6 +337,8 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
     if unit == "week" and not word.startswith("последн"):
         return None  # "the past week" is read as "last week"
     months = {"quarter": 3, "half": 6}.get(unit)
+    if months and year_spec(tokens, k, today) is not None:
+        return None  # "the last quarter of 2025", "в последнем квартале 2024 года": that year's final part
     return _window(i, k, shift(today, "month", -months) if months else shift(today, unit, -1), today)
 
 
@@ -365,6 +380,8 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
         of_year = _season(tokens, unit[1] + 1, today) or _month(tokens, unit[1] + 1, today)
         if of_year is not None and of_year.refit is not None:  # "last year's November"
             return replace(of_year.refit(today.year + offset), first=i, kind="relative")
+    if unit is not None and unit[0] in ("quarter", "half") and offset < 0 and year_spec(tokens, unit[1], today):
+        return None  # "the last quarter of 2025": that year's final part (`_nth_part_of_year`)
     if unit is not None:
         return _unit_offset(i, unit[1], unit[0], offset, today)
     named = _season(tokens, j + 1, today) or _month(tokens, j + 1, today)

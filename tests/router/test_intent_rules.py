@@ -179,3 +179,53 @@ def test_a_question_whether_the_collection_holds_something_is_a_search(question:
 ])
 def test_an_existence_question_about_the_world_stays_a_question(question: str) -> None:
     assert fallback_decision(question, TODAY).tool == "AskArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "Напиши мне коротко, что нового в Ruby 4.0 — хочу рассказать команде",
+    "Составь чек-лист: что проверить, прежде чем закрывать 80 порт на сервере с Let's Encrypt",
+    "write me a short paragraph for our wiki explaining why certificate lifetimes are going down",
+    "Schreib mir eine kurze Zusammenfassung, was in Ruby 3.3.0 neu ist",
+    "Write us a few sentences on how ACME renewal information works",
+])
+def test_writing_the_answer_to_a_question_is_an_answer(question: str) -> None:
+    assert write_intent(question) is None, question
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == "AskArticles", (question, decision.reason)
+
+
+def test_a_digest_of_articles_or_a_period_still_searches_first() -> None:
+    assert fallback_decision("Write me a short summary of the net-imap advisories", TODAY).tool == "SearchAndAskArticles"
+    dated = fallback_decision("Напиши мне, что нового было в Ruby за прошлый год", TODAY)
+    assert dated.tool == "SearchAndAskArticles" and dated.arguments["dateFrom"] == "2025-01-01"
+
+
+@pytest.mark.parametrize("question", [
+    "Расскажи, как развивалась поддержка IPv6 в Let's Encrypt — начни с самых ранних статей",
+    "How did YJIT evolve? Start with the oldest posts",
+])
+def test_an_answer_in_the_order_of_publication_searches_in_that_order(question: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert (decision.tool, decision.arguments.get("sort")) == ("SearchAndAskArticles", "oldest"), decision.arguments
+
+
+@pytest.mark.parametrize(("question", "tool"), [
+    ("Worum ging es im Herbst bei Let's Encrypt? Kurzer Überblick bitte", "SearchAndAskArticles"),
+    ("о чём писали прошлой зимой про Let's Encrypt? кратенько", "SearchAndAskArticles"),
+    ("the Ruby posts from May, in a nutshell", "SearchAndAskArticles"),
+    ("Show me the Ruby posts from May, just the list", "SearchArticles"),
+    ("Let's Encrypt posts from last winter", "SearchArticles"),
+])
+def test_a_word_for_the_answers_form_asks_for_a_digest_of_what_is_found(question: str, tool: str) -> None:
+    assert fallback_decision(question, TODAY).tool == tool, question
+
+
+def test_a_clause_opened_by_a_preposition_has_no_imperative() -> None:
+    assert write_intent("Wie hat sich die Versionierung von Ruby entwickelt? Bitte von den frühesten Artikeln an") is None
+    assert write_intent("Kannst du einen neuen Beitrag anlegen: „Ruby-Stammtisch in Köln am 12. März“?") is not None
+
+
+def test_the_possessive_a_removed_period_leaves_is_no_topic() -> None:
+    decision = fallback_decision("last month's posts pls", TODAY)
+    assert decision.tool == "SearchArticles" and "text" not in decision.arguments, decision.arguments
+    assert fallback_decision("Let's Encrypt posts from last month", TODAY).arguments["text"] == "Let s Encrypt"

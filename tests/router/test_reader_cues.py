@@ -48,6 +48,14 @@ PERIODS = [
     ("Let's Encrypt posts from last week", D("2026-11-16"), D("2026-11-22")),
     ("Beiträge über Zertifikate seit einem halben Jahr", D("2026-05-29"), TODAY),
     ("posts from 2019 onwards", D("2019-01-01"), TODAY),
+    # the last part of a named year ("last" as an ordinal), and German "von" joining a part to its year
+    ("Ruby news from the last third of 2024", D("2024-09-01"), D("2024-12-31")),
+    ("posts from the last quarter of 2025", D("2025-10-01"), D("2025-12-31")),
+    ("статьи за последний квартал 2024 года", D("2024-10-01"), D("2024-12-31")),
+    ("в последней трети 2023 года про Ruby", D("2023-09-01"), D("2023-12-31")),
+    ("Beiträge aus dem letzten Quartal von 2013", D("2013-10-01"), D("2013-12-31")),
+    ("Ruby-News aus dem ersten Drittel von 2013", D("2013-01-01"), D("2013-04-30")),
+    ("Artikel aus der zweiten Hälfte von 2019", D("2019-07-01"), D("2019-12-31")),
 ]
 
 
