@@ -78,6 +78,11 @@ class Selection:
     def texts(self) -> list[str]:
         return [t for a in self.articles for t in a.texts]
 
+    @property
+    def source_texts(self) -> list[str]:
+        """What the model read of each source entry (its title and passages), by number."""
+        return [a.source.title + "\n" + "\n".join(a.texts) for a in self.articles]
+
 
 def tighten(text: str, question_stems: set[str], max_chars: int = PASSAGE_MAX_CHARS) -> str:
     """``text`` cut to a run of whole sentences around the one sharing most with the question."""

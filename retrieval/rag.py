@@ -51,7 +51,7 @@ from retrieval.answer_prompt import (
     select_passages,
 )
 from retrieval.answer_stream import AnswerStream
-from retrieval.citations import repair_citations
+from retrieval.citations import ground_citations, repair_citations
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
 from retrieval.hybrid import RetrievalConfig, retrieve
 from retrieval.rerank import Reranker
@@ -240,12 +240,12 @@ async def _checked_answer(
                                        spend=spend)
         if call.answer is None:
             return call, None, attempt
-        repaired = repair_citations(call.answer, entries)
+        repaired = ground_citations(repair_citations(call.answer, entries), selection.source_texts)
         check = check_answer(repaired, question, selection.texts, entries, answer_language)
         bump(ANSWER_CHECKS, attempt="first" if reminder is None else "strict", verdict=check.verdict)
         if check.accepted:
             if stream is not None and repaired != call.answer:
-                await stream.reset("citations that name no source were removed")
+                await stream.reset("citations were repaired to name the sources that hold their sentences")
                 await stream.passages(repaired)
             call.answer = repaired
             return call, check, attempt

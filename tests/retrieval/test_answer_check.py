@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from retrieval.answer_check import check_answer
 from retrieval.answer_prompt import LANGUAGE_REMINDER, STRICT_REMINDER, SYSTEM_PROMPT, build_messages, tighten
-from retrieval.citations import repair_citations, unresolved_citations
+from retrieval.citations import ground_citations, repair_citations, unresolved_citations
 
 YJIT = ("Ruby 3.3 ships YJIT, a just-in-time compiler, enabled with --yjit. YJIT makes Rails applications about "
         "15 percent faster and uses less memory than in Ruby 3.2.")
@@ -101,3 +101,16 @@ def test_a_retry_reminds_of_what_the_first_reply_missed() -> None:
     assert LANGUAGE_REMINDER.format(name="Russian") in language and STRICT_REMINDER not in language
     assert STRICT_REMINDER in strict and "not in Russian" not in strict
     assert "previous reply" not in plain
+
+
+def test_a_citation_points_at_the_source_that_holds_its_sentence() -> None:
+    sources = ["Ruby 3.3 released\n" + YJIT, "Mail records\n" + MX]
+    # The small model cites [1] everywhere: the second sentence's words are the second source's.
+    assert ground_citations("YJIT makes Rails faster [1]. Der MX-Eintrag nennt den Mailserver [1].", sources) == (
+        "YJIT makes Rails faster [1]. Der MX-Eintrag nennt den Mailserver [2].")
+    # A marker that no source supports is dropped; one with support stays.
+    assert ground_citations("Gardening is fun [2]. YJIT ships with Ruby 3.3 [1][2].", sources) == (
+        "Gardening is fun. YJIT ships with Ruby 3.3 [1].")
+    # Across scripts only names and numbers can be compared; with none, the marker stays.
+    assert ground_citations("Приложения работают быстрее [1].", sources) == "Приложения работают быстрее [1]."
+    assert ground_citations("YJIT ускоряет Rails [2].", sources) == "YJIT ускоряет Rails [1]."
