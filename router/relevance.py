@@ -123,7 +123,8 @@ _LATIN_WORD = re.compile(r"^[A-Za-z][\w.+#-]{2,}$")
 
 def _names(question: str, topic: str) -> list[str]:
     cyrillic = _CYRILLIC.search(question) is not None
-    return [w for w in topic.split() if _NAME_SHAPE.match(w) or cyrillic and _LATIN_WORD.match(w)]
+    # Two characters ("5x", "x2", "Q1") are as likely a variable or a unit as a thing's name.
+    return [w for w in topic.split() if len(w) >= 3 and (_NAME_SHAPE.match(w) or cyrillic and _LATIN_WORD.match(w))]
 
 
 async def names_held(question: str, topic: str, relevance: Relevance) -> bool:

@@ -46,8 +46,12 @@ _PUBLICATION_ORDER = _r(
     r"|\bfrom\s+the\s+(?:very\s+)?(?:beginning|start)\b|\bstarting\s+(?:with|from)\s+the\s+(?:first|earliest)\b"
     r"|\bvon\s+(?:ganz\s+)?anfang\s+an\b|\bbeginnend\s+mit\s+(?:dem|den)\s+(?:ersten|frühesten)\b"
 )
+# Russian "старые/ранние" are an order only as the articles' attribute or with "самые/сначала": "поддержка
+# старых веток", "в ранних версиях" name the topic (the superlative "старейшие" is always an order).
 _OLDEST = _r(
-    r"\b(?:oldest|earliest)\b|\bстар(?:ые|ых|ейш\w*|ее|ейшие)\b|\bранн\w+|\b(?:älteste\w*|früheste\w*)"
+    r"\b(?:oldest|earliest)\b|\bстарейш\w*|\b(?:älteste\w*|früheste\w*)"
+    r"|(?<!\w)(?:самые|самых|самого|сначала|вначале)\s+(?:стар|ранн)\w*"
+    r"|(?<!\w)(?:стар|ранн)(?:ые|ых|ие|их|ее|ей)\s+(?:\w+\s+)?(?:стат|пост|публикац|новост|запис|материал|сообщени)\w*"
     r"|\bfirst\s+(?:articles|posts)\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\berste[n]?\s+(?:artikel|beiträge)"
 )
 _NEWEST = _r(r"\b(?:newest|latest|most recent)\b|\bнов\w+|\bсвеж\w+|\b(?:neueste\w*|aktuellste\w*)")

@@ -229,3 +229,10 @@ def test_the_possessive_a_removed_period_leaves_is_no_topic() -> None:
     decision = fallback_decision("last month's posts pls", TODAY)
     assert decision.tool == "SearchArticles" and "text" not in decision.arguments, decision.arguments
     assert fallback_decision("Let's Encrypt posts from last month", TODAY).arguments["text"] == "Let s Encrypt"
+
+
+def test_two_characters_are_no_name_that_proves_a_topic() -> None:
+    from router.relevance import _names
+
+    assert _names("реши уравнение x^2 - 5x + 6 = 0", "реши уравнение x 2 5x + 6 0") == []
+    assert _names("Что нового в YJIT и Ruby3?", "YJIT Ruby3") == ["YJIT", "Ruby3"]

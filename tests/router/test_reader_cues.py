@@ -297,3 +297,15 @@ def test_a_language_adjective_with_a_typo_on_a_collection_noun_is_read(question:
 ])
 def test_a_language_on_a_collection_noun_is_proven(question: str, proven: tuple[str, ...]) -> None:
     assert language_cues(question).on_collection == proven
+
+
+@pytest.mark.parametrize(("question", "sort"), [
+    ("Расскажи, как заканчивалась поддержка старых веток Ruby", None),
+    ("что изменилось в ранних версиях Ruby", None),
+    ("покажи старые статьи про Ruby", "oldest"),
+    ("статьи про Ruby, сначала старые", "oldest"),
+    ("начни с самых ранних статей", "oldest"),
+    ("старейшие публикации о Certbot", "oldest"),
+])
+def test_old_and_early_are_an_order_only_of_the_articles(question: str, sort: str | None) -> None:
+    assert read_order(question).sort == sort
