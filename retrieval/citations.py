@@ -34,14 +34,20 @@ def _numbers(run: str) -> list[int]:
     return numbers
 
 
+# Markers written after a sentence's end ("… 4.0. [2]") belong to that sentence: "… 4.0 [2]."
+_AFTER_END = re.compile(r"(?<=\w)([.!?])((?:\s*\[\d{1,3}\])+)(?=\s|$)")
+
+
 def repair_citations(answer: str, n_sources: int) -> str:
-    """``answer`` with each run of citation markers reduced to the ones in 1..n_sources."""
+    """``answer`` with each run of citation markers reduced to the ones in 1..n_sources, placed
+    before the end of the sentence they cite."""
 
     def fix(match: re.Match[str]) -> str:
         kept = [n for n in dict.fromkeys(_numbers(match.group(2))) if 1 <= n <= n_sources]
         return match.group(1) + "".join(f"[{n}]" for n in kept) if kept else ""
 
-    return _RUN.sub(fix, answer).strip()
+    repaired = _RUN.sub(fix, answer).strip()
+    return _AFTER_END.sub(lambda m: " " + "".join(re.findall(r"\[\d{1,3}\]", m.group(2))) + m.group(1), repaired)
 
 
 def unresolved_citations(answer: str, n_sources: int) -> list[int]:

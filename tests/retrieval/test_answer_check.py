@@ -114,3 +114,12 @@ def test_a_citation_points_at_the_source_that_holds_its_sentence() -> None:
     # Across scripts only names and numbers can be compared; with none, the marker stays.
     assert ground_citations("Приложения работают быстрее [1].", sources) == "Приложения работают быстрее [1]."
     assert ground_citations("YJIT ускоряет Rails [2].", sources) == "YJIT ускоряет Rails [1]."
+
+
+def test_a_marker_after_the_sentence_end_cites_that_sentence() -> None:
+    assert repair_citations("Обновитесь на Ruby 3.4 или 4.0. [2]", 2) == "Обновитесь на Ruby 3.4 или 4.0 [2]."
+    assert repair_citations("A is B. [1][2] C is D [2].", 2) == "A is B [1][2]. C is D [2]."
+    # It is grounded against that sentence, not against nothing.
+    sources = ["Ruby 3.3 released\n" + YJIT, "Mail records\n" + MX]
+    assert ground_citations(repair_citations("Der MX-Eintrag nennt den Mailserver. [1]", 2), sources) == (
+        "Der MX-Eintrag nennt den Mailserver [2].")
