@@ -225,7 +225,8 @@ def test_cli_fallback_router_makes_no_llm_call(llm: ScriptedLLM) -> None:
     assert summary["dateBoundAccuracy"]["total"] > 15
     assert llm.chat_requests == []
     text = subprocess.run(
-        [sys.executable, "-m", "turnout", "eval", "--fallback"], cwd=REPO_ROOT, env=dict(os.environ),
+        # The text report's shape: a few cases show it (the whole half was scored above).
+        [sys.executable, "-m", "turnout", "eval", "--fallback", "--limit", "40"], cwd=REPO_ROOT, env=dict(os.environ),
         capture_output=True, text=True, timeout=180,
     ).stdout
     assert "tool accuracy" in text and "date-bound accuracy" in text and "latency ms" in text
