@@ -306,6 +306,7 @@ def test_a_language_on_a_collection_noun_is_proven(question: str, proven: tuple[
     ("статьи про Ruby, сначала старые", "oldest"),
     ("начни с самых ранних статей", "oldest"),
     ("старейшие публикации о Certbot", "oldest"),
+    ("отсортируй по дате, старые сверху", "oldest"),
 ])
 def test_old_and_early_are_an_order_only_of_the_articles(question: str, sort: str | None) -> None:
     assert read_order(question).sort == sort
