@@ -193,7 +193,8 @@ _GREETING = _r(r"^(?:hi|hello|hey|good\s+(?:morning|evening|afternoon|day)|пр�
 
 # ---- the gate ----
 # Question and request words PostgreSQL's stop-word lists keep: no topic (a question about the
-# collection is phrased with them; an absent "wozu" must not count against it).
+# collection is phrased with them; an absent "wozu" must not count against it). The verbs of
+# being and happening too: "что было на прошлой неделе?" asks what the period holds, no topic.
 _NOT_TOPIC = frozenset(
     """
     what whats how why when where which who whom whose tell explain describe please thanks hi
@@ -201,6 +202,9 @@ _NOT_TOPIC = frozenset(
     wozu wieso weshalb warum woher wohin womit worum inwiefern wie was wann wo welche welcher welches erzähl
     wer wen wem wessen
     erkläre erklär beschreibe bitte mal eigentlich überhaupt kurz
+    was were is are been happened happening going new
+    был была было были будет бывает случилось произошло происходило нового новенького
+    war waren ist sind gab passiert geschehen los neues
     """.split()
 )
 # The articles' languages are filters, not the topic (also when two are named and no rule took them).

@@ -37,6 +37,7 @@ _STOPWORDS = frozenset(
     also then а потом заодно и danach dann außerdem could would can you kindly please будьте добры покажите
     could könnten können sie du zeig
     whatever everything anything something was were been has have here posted written dig up track down round
+    был была было были будет war waren gab what
     можешь можете что это этом этого писали писалось kannst mir raussuchen heraussuchen mal raus heraus
     """.split()
 )

@@ -236,3 +236,13 @@ def test_two_characters_are_no_name_that_proves_a_topic() -> None:
 
     assert _names("реши уравнение x^2 - 5x + 6 = 0", "реши уравнение x 2 5x + 6 0") == []
     assert _names("Что нового в YJIT и Ruby3?", "YJIT Ruby3") == ["YJIT", "Ruby3"]
+
+
+@pytest.mark.parametrize("question", [
+    "что было на прошлой неделе?", "Was gab es letzte Woche?", "what was there last month?",
+])
+def test_a_question_about_what_a_period_holds_has_no_topic(question: str) -> None:
+    from router.gate import topic_words
+
+    assert topic_words(question, TODAY) == ""  # nothing for the relevance signals to refuse
+    assert "text" not in fallback_decision(question, TODAY).arguments
