@@ -119,6 +119,10 @@ def stems(text: str) -> set[str]:
     return out
 
 
+def has_cyrillic(text: str) -> bool:
+    return _CYRILLIC.search(text) is not None
+
+
 def _script(text: str) -> str:
     cyrillic, latin = len(_CYRILLIC.findall(text)), len(_LATIN.findall(text))
     return "cyrillic" if cyrillic > latin else "latin"
@@ -133,13 +137,12 @@ def in_language(answer: str, language: str) -> bool:
     words = _LETTER_WORD.findall(_MARKER.sub(" ", _NOT_PROSE.sub(" ", answer)))
     if len(words) < MIN_WORDS_FOR_LANGUAGE:
         return True
-    cyrillic = [w for w in words if _CYRILLIC.search(w)]
-    share = len(cyrillic) / len(words)
+    latin = [w for w in words if not has_cyrillic(w)]
+    share = 1 - len(latin) / len(words)  # of Cyrillic words
     if language == "ru":
         return share >= MIN_CYRILLIC_SHARE_RU
     if share > MAX_CYRILLIC_SHARE_LATIN:
         return False
-    latin = [w for w in words if not _CYRILLIC.search(w)]
     if len(latin) < MIN_WORDS_FOR_LANGUAGE:
         return True
     scores = confidences(" ".join(latin))

@@ -32,7 +32,7 @@ from infra.messages.ask import AskOutcome
 from infra.results import Source
 from infra.settings import Settings
 from infra.text_language import detect
-from retrieval.answer_check import citation_numbers, stems
+from retrieval.answer_check import citation_numbers, has_cyrillic, stems
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError
 from retrieval.answer_stream import DELTA, AnswerStream
 from retrieval.rag import RagContext, answer_question
@@ -105,14 +105,14 @@ def citation_validity(answer: str, sources: Sequence[Source]) -> tuple[int, int]
         sentences += [line] if re.match(r"\s*\[\d+\]", line) else _SENTENCE.findall(line)
     for sentence in sentences:
         words = stems(sentence)
-        cyrillic = bool(re.search(r"[\u0400-\u04ff]", sentence))
+        cyrillic = has_cyrillic(sentence)
         for n in citation_numbers(sentence):
             total += 1
             if not 1 <= n <= len(sources):
                 continue
             source = sources[n - 1]
             cited = source.title + " " + source.snippet
-            if words & stems(cited) or cyrillic != bool(re.search(r"[\u0400-\u04ff]", cited)):
+            if words & stems(cited) or cyrillic != has_cyrillic(cited):
                 valid += 1
     return total, valid
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from retrieval.answer_check import stems
-
-_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+from retrieval.answer_check import has_cyrillic, stems
 
 _GROUP = r"\[\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\]"
 _RUN = re.compile(rf"(\s*)((?:{_GROUP})+)")  # adjacent groups, e.g. [3][2] or [1, 2][4]
@@ -61,12 +59,12 @@ def ground_citations(answer: str, source_texts: Sequence[str]) -> str:
     the sentence the marker closes. A marker sharing nothing with any source stays only across
     scripts, where nothing can be compared."""
     source_stems = [stems(t) for t in source_texts]
-    source_cyrillic = [bool(_CYRILLIC.search(t)) for t in source_texts]
+    source_cyrillic = [has_cyrillic(t) for t in source_texts]
     out: list[str] = []
     pos = 0
     for match in _RUN.finditer(answer):
         sentence = re.split(r"[.!?\n]\s", answer[pos:match.start()])[-1]
-        words, cyrillic = stems(sentence), bool(_CYRILLIC.search(sentence))
+        words, cyrillic = stems(sentence), has_cyrillic(sentence)
         kept: list[int] = []
         best = max(range(len(source_texts)), key=lambda i: (len(words & source_stems[i]), -i), default=None)
         for n in _numbers(match.group(2)):

@@ -226,15 +226,11 @@ def _half_of_month(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 def _nth_part_of_year(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = _ordinal_unit(tokens, i)
-    fold = _fold(tokens, i)
-    last = found is None and (lx.relative(fold) == -1 or (fold == "the" and lx.relative(_fold(tokens, i + 1)) == -1)
-                              or fold.startswith("последн"))
-    if last and fold == "the":
-        i_part = i + 1
-    else:
-        i_part = i
+    word_at = i + 1 if _fold(tokens, i) == "the" else i
+    word = _fold(tokens, word_at)
+    last = found is None and (lx.relative(word) == -1 or word.startswith("последн"))
     if last:  # "the last third of 2024", "das letzte Quartal von 2013": the year's final part
-        found = _ordinal_unit(tokens, i_part, n=1)
+        found = _ordinal_unit(tokens, word_at, n=1)
     if found is None:
         return None
     unit, n, j = found
