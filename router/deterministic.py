@@ -50,14 +50,16 @@ def opening(req: RouteRequest) -> tuple[date, str, Language]:
 
 
 async def decide_fallback(
-    settings: Settings, req: RouteRequest, registry: ToolRegistry | None = None, *, relevance: Relevance | None = None
+    settings: Settings, req: RouteRequest, registry: ToolRegistry | None = None, *, relevance: Relevance | None = None,
+    follows_up: bool | None = None,
 ) -> RoutingDecision:
     """The deterministic route's decision for ``req``: the request gate, then the rules (I/O: the
-    gate's relevance signal only)."""
+    gate's relevance signal only). ``follows_up``: the message continues a conversation (default:
+    ``req`` has a previous turn), also when it is decided alone."""
     today, question, user_language = opening(req)
     registry = registry or default_registry()
     gate = await check_request(question, language=user_language, tools=registry.names, relevance=relevance,
-                               today=today)
+                               today=today, follows_up=req.previous is not None if follows_up is None else follows_up)
     if not gate.passed:
         return RoutingDecision(None, {}, "fallback", Usage(), refused=gate.reason, gate=gate)
     validator = req.validator(registry, settings.limits, today=today, question=question, user_language=user_language)

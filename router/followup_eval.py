@@ -157,7 +157,7 @@ def fallback_decider(settings: Settings, relevance: Relevance | None) -> Decide:
             return RoutingDecision(call.tool, call.normalized_arguments(), "followup", Usage()), None
         req = case.request()
         alone = RouteRequest(question=req.question, today=req.today)
-        return _scoped(await decide_fallback(settings, alone, relevance=relevance), followup)
+        return _scoped(await decide_fallback(settings, alone, relevance=relevance, follows_up=True), followup)
 
     return decide
 

@@ -42,14 +42,23 @@ from router.intent import (
 from router.question_reading import read_question
 from router.reader import words_pattern as _r
 from router.relevance import CollectionRelevance, Coverage, Relevance, coverage_of, names_held
-from router.write_intent import CLAUSES, NOUN_FORMS, POLITE, QUESTION_WORD, one_edit, write_intent
+from router.request_examples import REFUSE_AT, ROUTE_AT, ExampleKind, RequestVote
+from router.write_intent import (
+    CLAUSES,
+    COLLECTION_NOUN,
+    NOUN_FORMS,
+    POLITE,
+    QUESTION_WORD,
+    one_edit,
+    write_intent,
+)
 
 __all__ = [
     "CollectionRelevance", "Coverage", "GateVerdict", "Relevance", "check_request", "coverage_of", "topic_words",
     "unknown_tool", "write_intent",
 ]
 
-GateKind = Literal["empty", "small_talk", "injection", "write", "unknown_tool", "off_topic"]
+GateKind = Literal["empty", "small_talk", "injection", "write", "unknown_tool", "task", "off_topic"]
 
 # Below this coverage a message that does not address the collection is off-topic; with a task
 # word ("recipe", "hotel", "weather") below the second. Measured on the dev half (docs/router.md).
@@ -73,6 +82,7 @@ class GateVerdict:
     refused: GateKind | None = None
     reason: str = ""
     coverage: Coverage | None = None  # measured only for a message that does not address the collection
+    vote: RequestVote | None = None  # the nearest labelled messages' vote (router/request_examples.py)
 
     @property
     def passed(self) -> bool:
@@ -182,6 +192,49 @@ def _without_tool_call(text: str, tools: Collection[str]) -> str | None:
 
 
 
+# ---- tasks on a thing the user gives or wants made, not on the articles ----
+# "Write a Ruby script that …", "Напиши на Ruby метод, который …", "Schreib mir eine Python-Funktion":
+# a verb of producing whose object is code. The articles are read, never programmed against, so this
+# is a task outside the collection whatever its words share with it ("Ruby", "CSV").
+_CODE_OBJECT = (
+    r"(?:scripts?|functions?|methods?|class(?:es)?|programs?|snippets?|regex(?:es)?|regular\s+expressions?"
+    r"|code|one-liners?|loops?|unit\s+tests?|sql|dockerfile|makefile"
+    r"|скрипт\w*|функци\w*|метод\w*|класс\w*|программ\w*|код\w*|регулярк\w*|регулярн\w+\s+выражени\w*"
+    r"|\w*(?:skript|script|funktion|methode|klasse|programm|code|regex|schleife)\w*)"
+)
+_CODE_TASK = _r(
+    r"^" + POLITE + r"(?:write|create|generate|implement"
+    r"|напиши|написать|напишите|создай|сгенерируй|набросай|реализуй"
+    r"|schreib|schreibe|erstelle|erstell|generiere|implementiere|programmiere)\s+"
+    r"(?:(?:me|us|мне|нам|mir|uns)\s+)?(?:(?:на|in|auf)\s+[\w#+.-]+\s+)?"
+    r"(?:(?:a|an|the|some|small|simple|short|quick|little|ein|eine|einen|kleine[ns]?|kurze[ns]?|простой|небольшой"
+    r"|простую|небольшую|короткий|(?-i:[A-Z][\w#+.]*)(?:-|\s+)|[\w#+.]+-)\s*){0,3}" + _CODE_OBJECT
+    + r"\b(?!\s*(?:reviews?|ревью))"
+)
+# "Übersetze ins Englische: „Die Sicherheitslücke wurde behoben.“", "translate into German: '…'": the
+# text to translate is given in quotes or after a colon, so nothing of the collection is asked.
+_TRANSLATE_GIVEN = _r(
+    r"^" + POLITE + r"(?:translate|переведи|переведите|перевести|übersetze|übersetz|übersetzen)\b[^:«„\"“']{0,40}"
+    r"(?::\s*(?P<after>\S.*)|[«„\"“'][^»“\"”']{8,})"
+)
+
+
+_NAMES_ITEM = _r(r"\b" + COLLECTION_NOUN + r"\b")
+
+
+def _task_on_given_thing(text: str) -> str | None:
+    """What the message asks to make or transform that is not the articles (None: nothing such)."""
+    body = _GREETING.sub("", text)
+    given = _TRANSLATE_GIVEN.search(body)  # the whole message: the text to translate follows a colon
+    after = given.group("after") if given is not None else None
+    if given is not None and not _NAMES_ITEM.search(given.group(0)) \
+            and not (after and (after.rstrip().endswith("?") or QUESTION_WORD.match(after))):
+        return "translating a given text"  # not "Переведи статью «…»" (a title), nor "…: что значит X?"
+    if any(_CODE_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
+        return "writing code"
+    return None
+
+
 def _in_compound(text: str, match: re.Match[str]) -> bool:
     """"weather-proof", "joke-free": a task word inside a hyphenated compound is not the task."""
     return text[match.end():match.end() + 1] == "-" or text[max(0, match.start() - 1):match.start()] == "-"
@@ -261,8 +314,45 @@ _POINTS_BACK = _r(
 
 async def check_request(
     question: str, *, language: Language, tools: Collection[str], relevance: Relevance | None, today: date,
+    follows_up: bool = False,
 ) -> GateVerdict:
-    """Is ``question`` a request to read the collection? (see the module's docstring)"""
+    """Is ``question`` a request to read the collection? (see the module's docstring) ``follows_up``:
+    the message continues a conversation, so the examples' vote (standalone messages) never refuses it
+    ("а почему так?" reads like small talk alone)."""
+    verdict = await _by_rules_and_collection(question, language=language, tools=tools, relevance=relevance,
+                                             today=today)
+    if relevance is None or verdict.refused not in (None, *_EXAMPLES_MAY_ROUTE):
+        return verdict
+    vote = await relevance.request_vote(verdict.question)
+    if vote is None:
+        return verdict
+    voted = replace(verdict, vote=vote)
+    if verdict.passed and not follows_up and vote.not_a_request >= REFUSE_AT:
+        return replace(voted, refused=_VOTED_KIND[vote.kind], reason=(
+            f"the labelled messages nearest in meaning are no requests ({vote.not_a_request:.0%} of the vote, "
+            f"mostly {vote.kind}; bar {REFUSE_AT:.0%})"))
+    if not verdict.passed and vote.not_a_request <= ROUTE_AT:
+        return replace(voted, refused=None, reason=(
+            f"routed though {verdict.reason}: the labelled messages nearest in meaning are requests "
+            f"({1 - vote.not_a_request:.0%} of the vote)"))
+    return voted
+
+
+# The rules' refusals the examples' vote may overturn: those read from the topic's words and meaning
+# or from the shape of small talk. A write, an unknown tool, an injection or a task on a given thing
+# (code to write, a quoted text to translate) is read from the message's structure; overturning
+# writes, tools and injections lost refusals on every held-out writer.
+_EXAMPLES_MAY_ROUTE: tuple[GateKind, ...] = ("off_topic", "small_talk")
+_VOTED_KIND: dict[ExampleKind, GateKind] = {
+    "request": "off_topic", "write": "write", "unknown_tool": "unknown_tool", "injection": "injection",
+    "off_topic": "off_topic", "small_talk": "small_talk",
+}
+
+
+async def _by_rules_and_collection(
+    question: str, *, language: Language, tools: Collection[str], relevance: Relevance | None, today: date,
+) -> GateVerdict:
+    """The rules and the collection's two signals (words, meaning), before the examples' vote."""
     text = " ".join(question.split())
     if not text:
         return GateVerdict(text, "empty", "the question is empty")
@@ -280,6 +370,9 @@ async def check_request(
     cleaned = without_injection(text)
     if cleaned is None:
         return GateVerdict(text, "injection", "the question tries to change the rules")
+    task_on = _task_on_given_thing(cleaned)
+    if task_on is not None:
+        return GateVerdict(cleaned, "task", f"not about the articles: a task outside the collection ({task_on})")
     if _addresses_collection(cleaned):
         return GateVerdict(cleaned)
     task = any(not _in_compound(cleaned, m) for m in OFF_TOPIC.finditer(cleaned))

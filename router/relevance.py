@@ -16,6 +16,7 @@ from infra.db.vocabulary import LexemeStats, lexeme_stats, visible_documents
 from infra.results import Language
 from infra.settings import Settings
 from retrieval.embeddings import EmbedderRegistry
+from router.request_examples import RequestExamples, RequestVote
 from router.similarity import CollectionSimilarity
 
 # A message below the bar that names things by their shape ("RubyGems", "YJIT") still passes when
@@ -35,12 +36,15 @@ class Coverage:
 
 
 class Relevance(Protocol):
-    """The relevance signals: how the collection holds a text's words (None: no topic words), and
-    how close a message is in meaning to its passages (None: not measurable here)."""
+    """The relevance signals: how the collection holds a text's words (None: no topic words), how
+    close a message is in meaning to its passages, and the vote of the labelled messages nearest to it
+    (None: not measurable here)."""
 
     async def coverage(self, text: str, language: Language) -> Coverage | None: ...
 
     async def similarity(self, message: str) -> float | None: ...
+
+    async def request_vote(self, message: str) -> RequestVote | None: ...
 
 
 
@@ -79,15 +83,17 @@ class CollectionRelevance:
     DOCUMENTS_TTL_S = 600.0
     MIN_DOCUMENTS = 100
 
-    def __init__(self, pool: asyncpg.Pool, meaning: CollectionSimilarity | None = None) -> None:
+    def __init__(self, pool: asyncpg.Pool, meaning: CollectionSimilarity | None = None,
+                 examples: RequestExamples | None = None) -> None:
         self.pool = pool
         self.meaning = meaning  # None: words only (no embedder wired, e.g. a test of the lexical signal)
+        self.examples = examples  # None: no examples' vote (a test of the collection's signals alone)
         self._documents: tuple[float, int] | None = None  # (monotonic time read, count)
 
     @classmethod
     def for_settings(cls, pool: asyncpg.Pool, settings: Settings) -> CollectionRelevance:
         """Both signals: the words, and the meaning under the serving version's embedding model."""
-        return cls(pool, CollectionSimilarity(pool, EmbedderRegistry(settings)))
+        return cls(pool, CollectionSimilarity(pool, EmbedderRegistry(settings)), RequestExamples.shipped())
 
     async def _visible(self) -> int:
         now = time.monotonic()
@@ -112,6 +118,9 @@ class CollectionRelevance:
 
     async def similarity(self, message: str) -> float | None:
         return await self.meaning.similarity(message) if self.meaning is not None else None
+
+    async def request_vote(self, message: str) -> RequestVote | None:
+        return await self.examples.vote(message) if self.examples is not None else None
 
 
 # A name by its shape: CamelCase ("RubyGems"), capitals ("YJIT", "OCSP"), letters with digits

@@ -223,7 +223,7 @@ class _Run:
         that is no request to read the collection is refused here, with no LLM call."""
         self.gate = await check_request(
             self.question, language=self.user_language, tools=self.deps.registry.names, relevance=self.deps.relevance,
-            today=self.today,
+            today=self.today, follows_up=self.followup is not None,
         )
         if self.gate.passed:
             return None

@@ -33,10 +33,14 @@ NOUN_FORMS = ("articles", "article", "artikel", "статьи", "статья", 
 
 
 def one_edit(word: str, form: str) -> bool:
+    """``word`` is ``form`` with one letter changed, added, dropped, or two neighbours swapped."""
     if abs(len(word) - len(form)) > 1:
         return False
     if len(word) == len(form):
-        return sum(a != b for a, b in zip(word, form, strict=True)) <= 1
+        differ = [i for i, (a, b) in enumerate(zip(word, form, strict=True)) if a != b]
+        swapped = len(differ) == 2 and differ[1] == differ[0] + 1 and word[differ[0]] == form[differ[1]] \
+            and word[differ[1]] == form[differ[0]]
+        return len(differ) <= 1 or swapped
     short, long = sorted((word, form), key=len)
     return any(long[:i] + long[i + 1:] == short for i in range(len(long)))
 
@@ -49,7 +53,7 @@ _DET = (
     r"|mir|me|us|мне|нам|uns)\s+){0,3}"
 )
 POLITE = (
-    r"(?:(?:please|kindly|bitte|пожалуйста|будьте\s+добры)[,\s]+|(?:could|can|would|will)\s+you\s+(?:please\s+)?"
+    r"(?:(?:please|pls|plz|kindly|bitte|пожалуйста|будьте\s+добры)[,\s]+|(?:could|can|would|will)\s+you\s+(?:please\s+)?"
     r"|(?:könnten|können|kannst|könntest|würdest|würden)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"
     r"|(?:не\s+могли\s+бы\s+вы|можешь|можете|мог\s+бы\s+ты)\s+(?:мне\s+)?(?:пожалуйста\s+)?"
     r"|(?:i\s+(?:want|need|would\s+like)\s+(?:you\s+)?to|я\s+хочу|хочу|нужно|надо"
@@ -67,12 +71,12 @@ _WRITE_VERB = (
     r"|verschiebe|archiviere|stelle|stell|mache|mach|importiere|lade)"
 )
 # "<verb> <a/the/…> <article|post|статью|Beitrag>": the collection is the verb's object.
-# Up to three words between the verb and the collection noun, none a preposition: a name ("edit the
-# Certbot article"), an attribute ("Ändere das Datum des Artikels", "измени дату статьи"); a
+# Up to four words between the verb and the collection noun, none a preposition: a name ("edit the
+# Let's Encrypt privacy policy article"), an attribute ("Ändere das Datum des Artikels", "измени дату статьи"); a
 # preposition means the noun is not the verb's object ("write a summary of the articles").
 _NOT_A_PREPOSITION = (
     r"(?:(?!(?:of|about|on|for|from|with|in|to|by|over|über|zu|zum|zur|von|vom|mit|aus|für|про|о|об|на|в|для|по"
-    r"|из|с|от)\b)[\w.+#'-]+\s+){0,3}"
+    r"|из|с|от)\b)[\w.+#'-]+\s+){0,4}"
 )
 # "Удали, пожалуйста, все статьи", "Delete, please, the post": politeness between the verb and its object.
 _POLITE_AFTER = r"(?:\s*,?\s+(?:please|kindly|bitte|mal|doch|пожалуйста)\s*,?)*"
@@ -95,18 +99,24 @@ CLAUSES = _r(r"(?<=[.!?;:])\s+|\s*\n\s*")
 
 
 # The commonest write imperatives, for a first word typed one letter off ("удоли статью", "delte the post").
-_WRITE_FORMS = ("delete", "remove", "publish", "unpublish", "update", "удали", "добавь", "создай", "опубликуй",
-                "измени", "скрой", "lösche", "entferne", "ändere", "veröffentliche", "verstecke", "erstelle")
+_WRITE_FORMS = ("delete", "remove", "publish", "unpublish", "update", "edit", "rename", "удали", "добавь", "создай",
+                "опубликуй", "измени", "скрой", "исправь", "lösche", "entferne", "ändere", "veröffentliche",
+                "verstecke", "erstelle", "bearbeite")
+# Words that open a message before its request ("слушай, а можешь …", "hey so", "sag mal"): no verb.
+OPENER = r"(?:(?:слушай|слушайте|а|ну|так|hey|ok|okay|so|well|also|sag\s+mal|hör\s+mal|na)[,\s]+)*"
 
 
 def _spelled_out(clause: str) -> str:
-    """The clause with a misspelt write imperative at its start replaced by the verb it is one edit from."""
-    first, _, rest = clause.partition(" ")
+    """The clause with a misspelt write imperative at its start (after an opener and politeness)
+    replaced by the verb it is one edit from ("pls edti the …", "удоли статью")."""
+    lead = re.match(OPENER + POLITE, clause, re.IGNORECASE | re.UNICODE)
+    head, body = (clause[: lead.end()], clause[lead.end():]) if lead else ("", clause)
+    first, _, rest = body.partition(" ")
     word = first.casefold()
-    if len(word) < 5 or re.fullmatch(_WRITE_VERB, word, re.IGNORECASE):
+    if len(word) < 4 or re.fullmatch(_WRITE_VERB, word, re.IGNORECASE):
         return clause
     near = next((form for form in _WRITE_FORMS if one_edit(word, form)), None)
-    return f"{near} {rest}" if near else clause
+    return f"{head}{near} {rest}" if near else clause
 
 
 # ---- any other verb acting on the collection ----
@@ -152,9 +162,21 @@ _CONJUNCTION = _r(r"\s+(?:and|и|und|then|затем|потом|dann)\s+")
 _WORD = re.compile(r"[\w'’-]+", re.U)
 
 
-def _imperative(words: list[str]) -> bool:
-    """The clause's first word is an imperative by its form, and no verb of reading."""
+_RU_INFINITIVE = re.compile(r"^[а-яё]+(?:ть|ти|чь)(?:ся)?$", re.I)
+# The verbs of reading as infinitives, for "можешь найти …" ("можешь поправить …" changes).
+_RU_READ_INFINITIVE = re.compile(
+    r"^(?:най|показа|вывес|подобра|поиска|перечисли|назва|рассказа|объясни|описа|сравни|пересказа|обобщи"
+    r"|откры|прочита|прочес|посмотре|гляну|провери|отсортирова|упорядочи|собра|выбра|посоветова|подсказа"
+    r"|порекомендова|отфильтрова|процитирова|привес|напомни|помоч|скину|присла|отправи|да|сказа|узна"
+    r"|поня|разобра|почита)\w*$", re.I)
+
+
+def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
+    """The clause's first word is an imperative by its form (after a modal, "можешь поправить …", a
+    Russian infinitive), and no verb of reading."""
     first = words[0]
+    if after_modal and _RU_INFINITIVE.match(first):
+        return not _RU_READ_INFINITIVE.match(first)
     if _READ_VERB.match(first) or _NO_VERB.match(first) or re.fullmatch(COLLECTION_NOUN, first, re.I):
         return False
     if _SOURCE_PREPOSITION.match(first) or _LOCATION_PREPOSITION.match(first):
@@ -170,15 +192,16 @@ def _imperative(words: list[str]) -> bool:
 def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
     """ "<imperative> <up to three words> <collection noun>", or "<imperative> it" after a clause
     that named the collection ("Translate the article … and save it")."""
-    text = re.sub("^" + POLITE, "", clause, flags=re.I | re.U)
-    if text == clause and clause.rstrip().endswith("?"):
+    opened = re.sub("^" + OPENER, "", clause, flags=re.I | re.U)
+    text = re.sub("^" + POLITE, "", opened, flags=re.I | re.U)
+    if text == opened and clause.rstrip().endswith("?"):
         return False  # "Haben die Beiträge über Ruby Kommentare?": a question, verb first; "Could you tag …?" asks
     words = _WORD.findall(text)
-    if not words or QUESTION_WORD.match(words[0]) or not _imperative(words):
+    if not words or QUESTION_WORD.match(words[0]) or not _imperative(words, after_modal=text != opened):
         return False
     if named_before and len(words) > 1 and _OBJECT_PRONOUN.match(words[1]):
         return True
-    for i, word in enumerate(words[1:6], start=1):
+    for i, word in enumerate(words[1:7], start=1):
         if re.fullmatch(COLLECTION_NOUN, word, re.I):
             return True
         if _SOURCE_PREPOSITION.match(word) or (_LOCATION_PREPOSITION.match(word) and i == 1):

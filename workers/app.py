@@ -82,7 +82,7 @@ def worker_hooks() -> list[WorkerHook]:
     workers/lifecycle.py. The closes come first, so they run last: after the hooks using them."""
     from workers.lifeline import LIFELINE
     from workers.signals import WORKER_STATS
-    from workers.tasks.jobs import JOB_SLOTS
+    from workers.tasks.jobs import GATE_EXAMPLES, JOB_SLOTS
 
     return [
         VECTOR_STORE,  # stop: the Qdrant Edge shard closed (the vector worker's; data safety)
@@ -90,6 +90,7 @@ def worker_hooks() -> list[WorkerHook]:
         WORKER_STATS,  # start: heartbeat entry, depth sampling; stop: last counters, entry removed
         LIFELINE,  # start: the embedded beat (-B) dies with its worker
         JOB_SLOTS,  # start: jobs leave a thread to the other queues; the language detector built
+        GATE_EXAMPLES,  # start (router workers): the request gate's embedding model and examples loaded
     ]
 
 

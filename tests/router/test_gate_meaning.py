@@ -23,6 +23,7 @@ from router.decision import RoutingDecision
 from router.eval import EvalCase, score
 from router.gate import CLOSE_IN_MEANING, FAR_IN_MEANING, WORDS_HELD, Coverage, GateVerdict, check_request
 from router.relevance import CollectionRelevance
+from router.request_examples import RequestVote
 from router.similarity import CollectionSimilarity
 from router.tools import default_registry
 from tests.retrieval.rag_fixtures import index, load, make_ctx, make_store, rag_db, rag_settings
@@ -127,6 +128,9 @@ class _Signals:
 
     async def similarity(self, message: str) -> float | None:
         return self.meaning
+
+    async def request_vote(self, message: str) -> RequestVote | None:
+        return None  # the collection's two signals alone
 
 
 async def _gate(question: str, signals: _Signals) -> Any:

@@ -37,3 +37,26 @@ def test_an_imperative_of_a_verb_that_does_not_read_on_the_collection_is_a_write
 ])
 def test_a_reading_verb_a_question_or_a_noun_first_is_no_write(question: str) -> None:
     assert write_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", [
+    # a modal before a Russian infinitive that does not read, after an opener
+    "слушай, а можешь поправить подпись у статьи про Certbot?", "Можете переименовать заметку о YJIT?",
+    "ну можешь убрать статью про OCSP из ленты?",
+    # a write verb typed with two letters swapped or one dropped, after a short "pls"
+    "pls edti the Certbot renewal post and drop the last paragraph", "plz remvoe the YJIT article",
+    "bitte lösceh den Beitrag über OCSP",
+    # a name of four words between the verb and its object
+    "rename the Let's Encrypt privacy policy article",
+])
+def test_a_modal_infinitive_a_misspelt_verb_and_a_long_name_are_writes(question: str) -> None:
+    assert write_intent(question) is not None, question
+
+
+@pytest.mark.parametrize("question", [
+    "слушай, а можешь найти статьи про Certbot?", "Можете рассказать, что писали о YJIT?",
+    "ну можешь объяснить статью про OCSP?", "можешь почитать статьи про Rails и сказать, что нового?",
+    "pls show the Certbot renewal posts", "plz list the YJIT articles",
+])
+def test_a_modal_before_a_reading_verb_is_no_write(question: str) -> None:
+    assert write_intent(question) is None, question

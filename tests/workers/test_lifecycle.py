@@ -55,6 +55,6 @@ def test_hooks_start_in_order_and_stop_in_reverse_in_their_own_app_only() -> Non
 def test_the_closes_are_listed_first_so_they_stop_last(settings: Settings) -> None:
     hooks = worker_hooks()
     assert hooks[:2] == [VECTOR_STORE, RUNTIMES]
-    assert [h.name for h in hooks[2:]] == ["task stats", "beat lifeline", "job slots"]
+    assert [h.name for h in hooks[2:]] == ["task stats", "beat lifeline", "job slots", "request gate examples"]
     app = create_celery(settings)
     assert len(app.conf.turnout_worker_hooks) == 2  # the installed receivers, kept by the app

@@ -50,6 +50,7 @@ from infra.transient import DEPENDENCY_DOWN
 from router.errors import RoutingFailed
 from router.hooks import RunHooks
 from router.language import load_detector
+from router.request_examples import RequestExamples
 from router.service import RouteRequest, route_question
 from workers import registry
 from workers._db_retry import with_db_retries
@@ -61,7 +62,7 @@ from workers.deps import router_deps
 from workers.dispatch import send_run_job, send_webhook
 from workers.fair_shares import after_ended
 from workers.journal import Journal
-from workers.lifecycle import WorkerContext
+from workers.lifecycle import Hook, WorkerContext
 
 log = logging.getLogger("turnout.jobs")
 
@@ -130,6 +131,16 @@ class JobSlots:
 
 
 JOB_SLOTS = JobSlots()
+
+
+def _load_gate_examples(worker: WorkerContext) -> None:
+    if Queue.ROUTER.value in worker.queues:  # the request gate's vote embeds every question it reads
+        RequestExamples.shipped().warm_up()
+
+
+# A hook of its own (workers.app.worker_hooks): the embedding model and the labelled examples loaded
+# before the first question, so no question waits ~3 s (more on busy cores) for them.
+GATE_EXAMPLES = Hook("request gate examples", on_start=_load_gate_examples)
 SLOT_RETRY_S = (0.2, 1.0)  # jittered pause before a job without a slot is offered again
 
 
