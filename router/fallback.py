@@ -26,6 +26,7 @@ from router.intent import (
     ASK_VERB,
     BRIEF_ANSWER,
     DIGEST_REQUEST,
+    EXPLAIN_REQUEST,
     LIST_REQUEST,
     LISTING_QUESTION,
     META,
@@ -127,6 +128,8 @@ def _produced(rest: str) -> tuple[str, str, str] | None:
     advisories" (an answer over them), "Gib den Beitrag über Certbot kurz wieder" (a retelling)."""
     if ANSWER_REQUEST.search(rest):
         return ASK, rest, "a request to write the answer to a question"
+    if EXPLAIN_REQUEST.search(rest):
+        return ASK, rest, "a request to explain a thing in other words"
     listing = LIST_REQUEST.search(rest)
     if listing is not None:
         return SEARCH, rest[listing.end():], "a request for a list of articles"

@@ -13,7 +13,7 @@ import re
 from router.reader import words_pattern as _r
 
 __all__ = [
-    "ANAPHOR", "ANSWER_REQUEST", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "BRIEF_ANSWER", "CLAUSE_BREAK", "DIGEST_REQUEST",
+    "ANAPHOR", "ANSWER_REQUEST", "EXPLAIN_REQUEST", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "BRIEF_ANSWER", "CLAUSE_BREAK", "DIGEST_REQUEST",
     "GREETING_START", "INJECTION", "LIST_REQUEST", "RETELL_SEPARATED",
     "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "injected", "small_talk", "strip_greeting", "without_injection",
@@ -173,6 +173,11 @@ LISTING_QUESTION = _r(
     r"|\bany\s+(?:new\s+)?(?:articles|posts|news)\s*\?\s*$"
     # "has anything been written here about X?", "whatever was posted about X"
     r"|^(?:has|have)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
+    # something to read on a topic is a list of the articles: "anything to read on X?", "есть чё почитать
+    # про X?", "gibt's was zu lesen über X?"
+    r"|\b(?:anything|something|stuff)\s+(?:good\s+|new\s+|interesting\s+)?to\s+read\b"
+    r"|(?<!\w)(?:что|чё|чо|чего|что-нибудь|что-то)\s+(?:\w+\s+)?почитать(?!\w)"
+    r"|\b(?:etwas|was|irgendwas)\s+(?:\w+\s+)?zu\s+lesen\b"
 )
 
 
@@ -207,6 +212,22 @@ ANSWER_REQUEST = _r(
     r"^" + POLITE + r"(?:" + _PRODUCE_VERBS + r")(?!\w)[^.?!]{0,80}?(?:[,:—–]\s*|\s)"
     r"(?=(?:what|why|how|which|when|explaining|что|почему|зачем|как|какие|какой|когда|чем|объясняющ\w*"
     r"|was|warum|wieso|weshalb|wie|welche\w*|wann|worum)(?!\w))"
+)
+# "help me understand what ARI is", "Помоги разобраться, как устроена …", "Hilf mir zu verstehen, was …",
+# "Translate into plain English what CVE-… means", "Übersetz mir ins Verständliche, was …", "erzähl mir was
+# über …": a request to explain a thing in other words, whatever verb carries it, is an answer.
+EXPLAIN_REQUEST = _r(
+    r"^" + POLITE + r"(?:"
+    r"help\s+(?:me|us)\s+(?:to\s+)?(?:understand|figure\s+out|make\s+sense\s+of|get\s+my\s+head\s+around)"
+    r"|помоги\w*\s+(?:мне\s+|нам\s+)?(?:разобраться|понять|въехать)"
+    r"|hilf\s+(?:mir|uns)\s+(?:\w+\s+){0,2}?(?:zu\s+)?verstehen"
+    r"|(?:translate|explain|put)\s+(?:\w+\s+){0,3}?(?:into|in)\s+(?:plain|simple|human|layman'?s?|everyday)\b"
+    r"|übersetze?\s+(?:\w+\s+){0,3}?(?:ins\s+verständliche|in\s+(?:einfache|verständliche|normale)\w*\s+\w+)"
+    r"|переведи(?:те)?\s+(?:\w+\s+){0,3}?на\s+(?:человеческий|простой|понятный|нормальный|русский\s+человеческий)"
+    r"|erzähl\w*\s+(?:mir|uns)\s+(?:\w+\s+){0,2}?(?:über|von|zu|zum|zur)"
+    r"|tell\s+(?:me|us)\s+(?:something\s+|a\s+bit\s+|a\s+little\s+|more\s+)?about"
+    r"|расскажи\w*\s+(?:мне\s+|нам\s+)?(?:что-нибудь\s+|что-то\s+|немного\s+)?(?:про|о|об|об\s+этом)"
+    r")(?!\w)"
 )
 # A word asking for the answer's form, anywhere in the request: "… прошлой зимой про Let's Encrypt?
 # кратенько", "Worum ging es im Herbst? Kurzer Überblick bitte", "the Ruby posts of May, in a nutshell":

@@ -1,6 +1,6 @@
-"""Period anchors: the things a period is named by (a year, a month of a year, a day, a season,
-a quarter, a half, a part of a year, a decade, this/last/the one before last + a unit, N units
-ago, the past N units). Each parser looks at the tokens from one index and returns the anchor
+"""Period anchors: the things a period is named by (a year -- also "two years ago" after a month --,
+a month of a year, a day, a season, a quarter, a half, a part of a year, a decade, this/last/the one
+before last + a unit, N units ago, the past N units, the first or last N units of a year or month). Each parser looks at the tokens from one index and returns the anchor
 and where it ends, or None; `anchor_at` tries them in turn."""
 
 from __future__ import annotations
@@ -65,12 +65,35 @@ def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | Non
         return today.year - 2, j + 3
     if lx.COMPOUND_RELATIVE.get(_fold(tokens, j), ("", 0))[0] == "year":
         return today.year + lx.COMPOUND_RELATIVE[_fold(tokens, j)][1], j + 1
+    ago = _years_ago(tokens, j)
+    if ago is not None:  # "December two years ago", "im Mai vor drei Jahren", "в марте год назад"
+        return today.year - ago[0], ago[1]
     return None
 
 
+def _years_ago(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """ "two years ago", "vor drei Jahren", "три года назад", "год назад": years back, the index after."""
+    german = _fold(tokens, i) == "vor"
+    found = amount(tokens, i + 1 if german else i)
+    if found is not None:
+        count, j = found.count, found.next
+    else:
+        unit = None if german else unit_at(tokens, i)
+        count, j = 1, unit[1] if unit else i
+        if unit is None or unit[0] != "year" or _fold(tokens, j) not in lx.AGO:
+            return None
+    if found is not None and found.unit != "year":
+        return None
+    if german:
+        return count, j
+    j += 1 if _fold(tokens, j) == "тому" else 0
+    return (count, j + 1) if _fold(tokens, j) in lx.AGO else None
+
+
 def _latest(today: date, span: Callable[[int], tuple[date, date]]) -> int:
-    """The year of the latest such period that has begun (a period named without its year)."""
-    return today.year if span(today.year)[0] <= today else today.year - 1
+    """The year of the latest such period that has begun (a period named without its year; a winter
+    that began in December is named by the next year)."""
+    return next(y for y in (today.year + 1, today.year, today.year - 1) if span(y)[0] <= today)
 
 
 def _in_year(tokens: list[Token], first: int, i: int, today: date, kind: str,
@@ -174,10 +197,12 @@ def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
     if first is None:
         return None
     def span(year: int) -> tuple[date, date]:
-        return months_span(year, first, 3)
+        # Winter Y is named by the year of its January (as meteorologists name it): December Y-1 to
+        # February Y; the winter that begins in December Y may be meant too.
+        return months_span(year - 1, 12, 3) if first == 12 else months_span(year, first, 3)
     anchor = _in_year(tokens, i, i + 1, today, "season", span)
-    if first == 12:  # winter Y: December Y..February Y+1; January and February of Y count too
-        anchor = replace(anchor, earliest=date(anchor.start.year, 1, 1))
+    if first == 12:
+        anchor = replace(anchor, latest=months_span(anchor.end.year, 12, 3)[1])
     return anchor if anchor.year_given else replace(anchor, kind="bare-season")
 
 
@@ -240,6 +265,64 @@ def _nth_part_of_year(tokens: list[Token], i: int, today: date) -> Anchor | None
             return None  # "the last quarter" without a year is the one before this one (`_relative`)
         n = 12 // size
     return _in_year(tokens, i, j, today, unit, lambda y: months_span(y, size * (n - 1) + 1, size))
+
+
+# Units a period's first or last stretch is counted in ("the first two weeks of March").
+_EDGE_UNITS = {"day": 1, "week": 7}
+
+
+def _edge(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "the first two months of 2025", "the last week of 2024", "первые 10 дней марта", "die letzten
+    drei Monate des Jahres 2024": N days, weeks or months at the start or the end of a year or a month
+    (a rolling window when no year or month follows: "the last three months")."""
+    j = i + 1 if _fold(tokens, i) == "the" else i
+    word = _fold(tokens, j)
+    if lx.ordinal(word) == 1:
+        from_end = False
+    elif lx.relative(word) == -1 or word.startswith("последн"):
+        from_end = True
+    else:
+        return None
+    found = amount(tokens, j + 1)
+    if found is not None:
+        count, unit, k = found.count, found.unit, found.next
+    else:
+        single = unit_at(tokens, j + 1)
+        if single is None:
+            return None
+        (unit, k), count = single, 1
+    if unit not in ("day", "week", "month"):
+        return None
+    container = _container(tokens, k, today)
+    if container is None:
+        return None
+    start, end = container.start, container.end
+    if unit == "month":
+        if container.kind != "year" or count > 12:
+            return None
+        first_month = 13 - count if from_end else 1
+        start, end = months_span(start.year, first_month, count)
+    else:
+        days = timedelta(days=count * _EDGE_UNITS[unit] - 1)
+        if days >= end - start:
+            return None
+        start, end = (end - days, end) if from_end else (start, start + days)
+    return Anchor(i, container.next, start, end, "edge")
+
+
+def _container(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """The year or month a first or last stretch is counted in: "of 2025", "des Jahres 2024", "of last
+    year", "марта 2025", "of March", "im März"."""
+    j = _skip(tokens, i, _OF | {"in", "im", "в"})
+    if _fold(tokens, j) in lx.YEAR_WORDS and year_spec(tokens, j + 1, today) is not None:
+        j += 1  # "des Jahres 2024"
+    spec = year_spec(tokens, j, today)
+    if spec is not None:
+        year, end_index = spec
+        return Anchor(i, end_index, date(year, 1, 1), date(year, 12, 31), "year")
+    if lx.UNITS.get(_fold(tokens, j)) == "year" and j > i:  # "of the year", "des Jahres": this year
+        return Anchor(i, j + 1, date(today.year, 1, 1), date(today.year, 12, 31), "year")
+    return _month(tokens, j, today)
 
 
 def _part(tokens: list[Token], i: int, today: date) -> Anchor | None:
@@ -383,8 +466,9 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
     named = _season(tokens, j + 1, today) or _month(tokens, j + 1, today)
     if named is None or named.year_given or named.refit is None:
         return None
-    # "last summer", "прошлым летом", "letzten März": the latest one that has ended (this: this year's)
-    latest_started = named.start.year
+    # "last summer", "прошлым летом", "letzten März": the latest one that has ended (this: this year's);
+    # a period is refitted by the year it ends in (a winter's January)
+    latest_started = named.end.year
     if offset < 0:
         latest_ended = latest_started if named.end < today else latest_started - 1
         year = latest_ended + offset + 1
@@ -403,7 +487,7 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
     return Anchor(first, next_index, start, end, "relative")
 
 
-_PARSERS = (_iso, _dotted, _ago, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month, _season,
+_PARSERS = (_iso, _dotted, _ago, _edge, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month, _season,
             _decade, _year)
 
 

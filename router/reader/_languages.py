@@ -4,8 +4,9 @@ language it wants the answer in.
 Each naming of a language is found with its form: an adjective on the articles ("German
 articles", "немецкие статьи", "russische Beiträge") always names the articles; a phrase
 ("in German", "auf Deutsch", "на немецком", "по-немецки") names the answer when an answer verb
-governs it ("answer in English", "fass sie auf Deutsch zusammen", "перескажи их на русском") or
-when it trails a question that already names the articles' language; otherwise the articles.
+or a noun for the answer's form governs it ("answer in English", "fass sie auf Deutsch zusammen",
+"перескажи их на русском", "the gist in German"), when it trails a question that already names the
+articles' language, or beside "in any language"; otherwise the articles.
 Several articles' languages ("the Russian and the German announcements") are kept as a list;
 "in all languages" means no filter.
 """
@@ -41,6 +42,12 @@ _ANSWER_VERB = _r(
     r"\b(?:answer\w*|reply|respond|write|summari[sz]e|explain|recap|retell|translate|tell)\b"
     r"|(?<!\w)(?:ответ\w*|напиши|пиши|перескажи|обобщи|резюмируй|объясни|расскажи|опиши|переведи)(?!\w)"
     r"|\b(?:antworte\w*|antwort|schreib\w*|fass\w*|erkläre?|erklär|beschreibe|übersetze)\b"
+)
+# A noun for the answer's form governs the phrase too, when no collection noun stands between them
+# ("give me the gist in German", "обзор на английском"; not "a summary of posts in German").
+_ANSWER_FORM = _r(
+    r"\b(?:gist|summary|overview|recap|rundown|synopsis|tl;?dr|zusammenfassung|überblick|kurzfassung)\b"
+    r"|(?<!\w)(?:обзор|выжимк\w*|резюме|пересказ|сводк\w*|кратко|коротко|вкратце)(?!\w)"
 )
 # A verb the phrase governs from after it ("auf Deutsch zusammenfassen / antworten / erklären").
 _ANSWER_VERB_AFTER = _r(
@@ -99,6 +106,9 @@ def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
     words = re.findall(r"[\w-]+", before)[-4:]
     if any(_ANSWER_VERB.fullmatch(w) for w in words):
         return True
+    form = next((i for i, w in enumerate(words) if _ANSWER_FORM.fullmatch(w)), None)
+    if form is not None and not any(_COLLECTION_NOUN.fullmatch(w) for w in words[form:]):
+        return True
     if _PLEASE_END.match(text[mention.end:]):  # "…, in English, please": how to answer
         return True
     return bool(_ANSWER_VERB_AFTER.match(text[mention.end:]))
@@ -123,7 +133,10 @@ def language_cues(question: str) -> LanguageCues:
     answer = answer_mentions[-1].language if answer_mentions else None
     several = tuple(dict.fromkeys(m.language for m in articles))
     if everything is not None:
-        return LanguageCues(None, True, answer, rest)
+        # "in any language …, the gist in German": the articles' languages are said, so a language
+        # phrase beside them is the answer's
+        phrases = [m for m in mentions if m.phrase]
+        return LanguageCues(None, True, answer or (phrases[-1].language if phrases else None), rest)
     proven = tuple(dict.fromkeys(m.language for m in articles if _on_collection(question, m)))
     return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several, proven)
 

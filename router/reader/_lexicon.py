@@ -139,9 +139,10 @@ PARTS: dict[str, str] = {
 
 _DECADE_WORDS = {
     "seventies": 1970, "eighties": 1980, "nineties": 1990, "noughties": 2000,
-    **_inflect({"семидесят": 1970, "восьмидесят": 1980, "девяност": 1990, "двухтысячн": 2000, "нулев": 2000},
-               ("ые", "ых", "ым", "ыми")),
-    **_inflect({"siebziger": 1970, "achtziger": 1980, "neunziger": 1990}, ("", "n", "jahre", "jahren")),
+    **_inflect({"семидесят": 1970, "восьмидесят": 1980, "девяност": 1990, "двухтысячн": 2000, "нулев": 2000,
+                "десят": 2010}, ("ые", "ых", "ым", "ыми")),
+    **_inflect({"siebziger": 1970, "achtziger": 1980, "neunziger": 1990, "nuller": 2000, "zehner": 2010},
+               ("", "n", "jahre", "jahren")),
 }
 _DECADE_TOKEN = re.compile(r"^(\d{2}|\d{4})(?:s|er|ern|erjahre|erjahren)$")
 

@@ -278,8 +278,11 @@ def decades(lang: str) -> Iterator[Case]:
                    "de": [f"in den {first}er Jahren", f"die {first}er", f"in den {short}ern"]}[lang]
         for phrase in phrases:
             yield Case(phrase, TODAYS[0], date(first, 1, 1), date(first + 9, 12, 31))
-    word = {"en": "the nineties", "ru": "в девяностых", "de": "in den Neunzigern"}[lang]
-    yield Case(word, TODAYS[0], date(1990, 1, 1), date(1999, 12, 31))
+    words = {"en": [("the nineties", 1990), ("the noughties", 2000)],
+             "ru": [("в девяностых", 1990), ("в нулевые", 2000), ("в десятые годы", 2010), ("в десятых годах", 2010)],
+             "de": [("in den Neunzigern", 1990), ("in den Nullerjahren", 2000), ("in den Zehnerjahren", 2010)]}[lang]
+    for word, first in words:
+        yield Case(word, TODAYS[0], date(first, 1, 1), date(first + 9, 12, 31))
 
 
 def day_ranges(lang: str) -> Iterator[Case]:
@@ -337,8 +340,72 @@ def ordinal_parts(lang: str) -> Iterator[Case]:
                 yield Case(phrase, TODAYS[0], start, end)
 
 
+def edges(lang: str) -> Iterator[Case]:
+    """The first or last N months of a year, N weeks or days of a month or a year."""
+    for year in YEARS:
+        for n in (1, 2, 3):
+            first_end, last_start = last_day(year, n), date(year, 13 - n, 1)
+            en_m = "month" if n == 1 else "months"
+            ru_m = {1: "первый месяц", 2: "первые два месяца", 3: "первые три месяца"}[n]
+            ru_last = {1: "последний месяц", 2: "последние два месяца", 3: "последние три месяца"}[n]
+            de_m = {1: ("im ersten Monat", "im letzten Monat"), 2: ("in den ersten zwei Monaten", "in den letzten zwei Monaten"),
+                    3: ("in den ersten drei Monaten", "in den letzten drei Monaten")}[n]
+            num = EN_NUM[n - 1]
+            firsts = {"en": [f"the first {num} {en_m} of {year}" if n > 1 else f"the first month of {year}"],
+                      "ru": [f"за {ru_m} {year} года"], "de": [f"{de_m[0]} {year}", f"{de_m[0]} des Jahres {year}"]}[lang]
+            lasts = {"en": [f"the last {num} {en_m} of {year}" if n > 1 else f"the last month of {year}"],
+                     "ru": [f"за {ru_last} {year} года"], "de": [f"{de_m[1]} {year}", f"{de_m[1]} des Jahres {year}"]}[lang]
+            for phrase in firsts:
+                yield Case(phrase, TODAYS[0], date(year, 1, 1), first_end)
+            for phrase in lasts:
+                yield Case(phrase, TODAYS[0], last_start, date(year, 12, 31))
+        for m in (2, 3, 10):
+            for weeks in (1, 2):
+                start, end = date(year, m, 1), date(year, m, 7 * weeks)
+                last_end = last_day(year, m)
+                last_start = last_end - timedelta(days=7 * weeks - 1)
+                en_w = "week" if weeks == 1 else "two weeks"
+                stretches = {"en": [(f"the first {en_w} of {EN_MONTHS[m - 1]} {year}", start, end),
+                                  (f"the last {en_w} of {EN_MONTHS[m - 1]} {year}", last_start, last_end)],
+                           "ru": [(f"в {'первую неделю' if weeks == 1 else 'первые две недели'} {RU_MONTHS_GEN[m - 1]} {year} года", start, end),
+                                  (f"в {'последнюю неделю' if weeks == 1 else 'последние две недели'} {RU_MONTHS_GEN[m - 1]} {year} года", last_start, last_end)],
+                           "de": [(f"in der ersten Woche im {DE_MONTHS[m - 1]} {year}" if weeks == 1
+                                   else f"in den ersten zwei Wochen im {DE_MONTHS[m - 1]} {year}", start, end),
+                                  (f"in der letzten Woche im {DE_MONTHS[m - 1]} {year}" if weeks == 1
+                                   else f"in den letzten zwei Wochen im {DE_MONTHS[m - 1]} {year}", last_start, last_end)]}[lang]
+                for phrase, a, b in stretches:
+                    yield Case(phrase, TODAYS[0], a, b)
+            days = 10
+            first_days = {"en": f"the first {days} days of {EN_MONTHS[m - 1]} {year}",
+                          "ru": f"за первые {days} дней {RU_MONTHS_GEN[m - 1]} {year} года",
+                          "de": f"in den ersten {days} Tagen im {DE_MONTHS[m - 1]} {year}"}[lang]
+            yield Case(first_days, TODAYS[0], date(year, m, 1), date(year, m, days))
+
+
+def month_years_ago(lang: str) -> Iterator[Case]:
+    """A month of the year N years back: "in March two years ago", "im Mai vor drei Jahren"."""
+    for today in TODAYS:
+        for n in (1, 2, 3):
+            year = today.year - n
+            for m in (3, 5, 12):
+                en = "a year ago" if n == 1 else f"{EN_NUM[n - 1]} years ago"
+                ru = "год назад" if n == 1 else f"{RU_NUM_M[n - 1]} {ru_count(n, 'year')} назад"
+                de = "vor einem Jahr" if n == 1 else f"vor {DE_NUM[n - 1]} Jahren"
+                phrase = {"en": f"in {EN_MONTHS[m - 1]} {en}", "ru": f"в {RU_MONTHS_PREP[m - 1]} {ru}",
+                          "de": f"im {DE_MONTHS[m - 1]} {de}"}[lang]
+                yield Case(phrase, today, date(year, m, 1), last_day(year, m))
+
+
+def winters(lang: str) -> Iterator[Case]:
+    """Winter Y, named by the year of its January: December Y-1 to February Y."""
+    for year in YEARS:
+        phrase = {"en": f"winter {year}", "ru": f"зимой {year} года", "de": f"im Winter {year}"}[lang]
+        yield Case(phrase, TODAYS[0], date(year - 1, 12, 1), last_day(year, 2))
+
+
 GENERATORS = (years, year_ranges, months, month_of_relative_year, ago, rolling, relative_units, seasons,
-              quarters_and_halves, ordinal_parts, decades, day_ranges, month_ranges, fractions)
+              quarters_and_halves, ordinal_parts, decades, day_ranges, month_ranges, fractions, edges,
+              month_years_ago, winters)
 
 
 def cases(lang: str) -> list[Case]:

@@ -246,3 +246,26 @@ def test_a_question_about_what_a_period_holds_has_no_topic(question: str) -> Non
 
     assert topic_words(question, TODAY) == ""  # nothing for the relevance signals to refuse
     assert "text" not in fallback_decision(question, TODAY).arguments
+
+
+@pytest.mark.parametrize("question", [
+    "help me figure out what certificate transparency logs are for",
+    "Помогите понять, зачем нужен OCSP stapling",
+    "Hilf mir bitte zu verstehen, wie YJIT funktioniert",
+    "Explain in plain English what the REXML advisory means",
+    "Переведи на человеческий язык, как работает ACME",
+    "Übersetz mir in einfache Worte, was DNS-01 bedeutet",
+    "Erzähl mir was über die RubyGems-Übergabe",
+    "tell me a bit about the Fukuoka Ruby Award",
+])
+def test_a_request_to_explain_a_thing_in_other_words_is_an_answer(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "AskArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "so bored. anything good to read about YJIT?",
+    "есть что почитать про Certbot?",
+    "Gibt's was Neues zu lesen über OCSP?",
+])
+def test_something_to_read_on_a_topic_is_a_list(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "SearchArticles", question

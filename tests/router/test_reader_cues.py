@@ -310,3 +310,27 @@ def test_a_language_on_a_collection_noun_is_proven(question: str, proven: tuple[
 ])
 def test_old_and_early_are_an_order_only_of_the_articles(question: str, sort: str | None) -> None:
     assert read_order(question).sort == sort
+
+
+# A noun for the answer's form governs the phrase (no collection noun between them), and beside "in
+# any language" a language phrase can only be the answer's (generated for every language).
+FORM = {
+    "en": ("Give me the gist {phrase} of what is known about Docker", "Is there anything on Docker in any language? "
+           "The gist {phrase}, please."),
+    "ru": ("Сделай обзор {phrase} про Docker", "Есть что-нибудь про Docker на любом языке? Выжимку {phrase}."),
+    "de": ("Gib mir einen Überblick {phrase} über Docker", "Gibt es etwas zu Docker in allen Sprachen? "
+           "Eine Zusammenfassung {phrase} bitte."),
+}
+FORM_ON_ARTICLES = {"en": "A summary of posts {phrase} about Docker", "ru": "Обзор статей {phrase} про Docker",
+                    "de": "Eine Zusammenfassung der Beiträge {phrase} über Docker"}
+
+
+@pytest.mark.parametrize(("lang", "answer"), [(lang, code) for lang in CODES for code in CODES])
+def test_a_noun_for_the_answers_form_governs_its_language_phrase(lang: str, answer: str) -> None:
+    plain, everything = FORM[lang]
+    cues = language_cues(plain.format(phrase=PHRASE[lang][answer]))
+    assert (cues.several, cues.answer) == ((), answer)
+    cues = language_cues(everything.format(phrase=PHRASE[lang][answer]))
+    assert (cues.all_languages, cues.answer) == (True, answer)
+    cues = language_cues(FORM_ON_ARTICLES[lang].format(phrase=PHRASE[lang][answer]))
+    assert (cues.several, cues.answer) == ((answer,), None)
