@@ -25,6 +25,7 @@ from infra.db.collections import CollectionVersion
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import Hit, StoredChunk, VectorStore
 from retrieval.embeddings import EmbedderRegistry
+from retrieval.everyday_words import naming_words
 from retrieval.rerank import Reranker
 
 
@@ -120,8 +121,8 @@ async def retrieve(
     async def lexical_list() -> list[Hit]:
         if not use_lexical:
             return []
-        found = await chunks_db.lexical_search(
-            pool, version.name, question, limit=limit, language=language, scope=scope
+        found = await chunks_db.lexical_search(  # the words that name something (retrieval/everyday_words.py)
+            pool, version.name, naming_words(question), limit=limit, language=language, scope=scope
         )
         return [lexical_to_hit(h) for h in found]
 

@@ -16,6 +16,7 @@ from infra.db.articles import set_visibility
 from infra.settings import RetrievalMode, Settings
 from infra.status import ResultStatus
 from infra.vectors import Hit, StoredChunk, VectorStore
+from retrieval.everyday_words import naming_words
 from retrieval.hybrid import RetrievalConfig, Retrieved, fuse, retrieve
 from retrieval.rag import RagContext, answer_question, resolve_read_version
 from retrieval.rag_eval import RagEvalCase, default_modes, render_markdown, run_rag_eval
@@ -115,6 +116,44 @@ async def test_the_lexicon_counts_the_version_and_common_words_still_find_someth
     # a question of only common words still gets its rarest ones.
     found = await chunks_db.lexical_search(ctx.pool, version.name, "Ruby vulnerability", limit=5)
     assert len(found) == 5
+
+
+def _holding(name: str, *, language: str | None = None) -> list[ArticleRecord]:
+    return [r for r in read_corpus(services.SHARED_CORPUS) if isinstance(r, ArticleRecord)
+            and (language is None or r.language == language) and name in f" {r.title} {r.body_html_or_md} ".casefold()]
+
+
+async def test_an_everyday_word_rarer_here_than_the_name_asked_about_does_not_select_chunks(
+    rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore,
+) -> None:
+    # The English posts that name Divvi Up, and the German ones that use the everyday "genau": on
+    # this collection "genau" is the rarer word, so by the collection's counts alone it was the
+    # question's rarest word and German chunks holding it led the lexical list (xl3-09 on the corpus).
+    named = _holding("divvi up", language="en")
+    everyday_ones = _holding(" genau ", language="de")
+    assert len(named) > len(everyday_ones) >= 2
+    ctx = make_ctx(rag_settings, rag_db, store, llm=False)
+    await load(rag_db, [*named, *everyday_ones])
+    await index(ctx, batch_size=8)
+    version = await resolve_read_version(ctx)
+    assert version is not None
+    question = "Was genau ist Divvi Up?"
+    assert naming_words(question) == "Divvi"
+    raw = await chunks_db.lexical_search(ctx.pool, version.name, question, limit=5)
+    assert raw and raw[0].chunk.language == "de"  # the fault, as the collection's counts alone rank it
+    found = await _retrieve(ctx, question, mode=RetrievalMode.LEXICAL)
+    assert found.hits and {h.chunk.localization_id for h in found.hits[:5]} <= {r.id for r in named}
+    hybrid = await _retrieve(ctx, question)
+    assert hybrid.hits[0].chunk.localization_id in {r.id for r in named}
+
+
+def test_everyday_words_are_left_out_only_beside_a_word_that_names_something() -> None:
+    assert naming_words("Was genau ist Divvi Up?") == "Divvi"
+    assert naming_words("што такое проект Prossimo и зачем он вообще нужен?") == "што Prossimo"
+    assert naming_words("Seit wann verwendet Ruby Onigmo als Regex-Engine?") == "Ruby Onigmo Regex-Engine?"
+    assert naming_words("What is new in 3.4?") == "3.4?"
+    assert naming_words("Was ist Ruby::Box?") == "Ruby::Box?"  # one part ("ruby") is no everyday word
+    assert naming_words("what is this about?") == "what is this about?"  # everyday words only: as it is
 
 
 async def test_language_restricts_both_lists(ctx: RagContext) -> None:
