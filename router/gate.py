@@ -108,16 +108,21 @@ _FOR_THE_USER = _r(r"^\W*\w+\s+(?:me|мне|mir)\s+(?!(?:the\s+)?(?:latest|newes
 
 
 
-def _addresses_collection(text: str) -> bool:
-    """The message speaks to the collection: names it (also misspelt by one letter), or is a
-    search request that is not for a thing ("find me a hotel")."""
+def _names_collection(text: str) -> bool:
+    """The message names the collection ("articles", "статьи", "Beiträge"; also misspelt by one letter)."""
     if _ADDRESSES_COLLECTION.search(text):
+        return True
+    words = [w.casefold() for w in re.findall(r"\w{5,}", text)]
+    return any(one_edit(w, form) for w in words for form in NOUN_FORMS)
+
+
+def _addresses_collection(text: str) -> bool:
+    """The message speaks to the collection: names it, or is a search request that is not for a
+    thing ("find me a hotel")."""
+    if _names_collection(text):
         return True
     if len(text.split()) <= 2 and OFF_TOPIC.search(text) is None:
         return True  # a bare topic ("qqxyzzy", "Ruby 3.4.5") is a search: one that finds nothing says so
-    words = [w.casefold() for w in re.findall(r"\w{5,}", text)]
-    if any(one_edit(w, form) for w in words for form in NOUN_FORMS):
-        return True
     return SEARCH_VERB.search(text) is not None and not _FOR_THE_USER.search(text)
 
 
@@ -193,14 +198,18 @@ def _without_tool_call(text: str, tools: Collection[str]) -> str | None:
 
 
 # ---- tasks on a thing the user gives or wants made, not on the articles ----
-# "Write a Ruby script that …", "Напиши на Ruby метод, который …", "Schreib mir eine Python-Funktion":
-# a verb of producing whose object is code. The articles are read, never programmed against, so this
-# is a task outside the collection whatever its words share with it ("Ruby", "CSV").
+# "Write a Ruby script that …", "Напиши на Ruby метод, который …", "Schreib mir eine Python-Funktion",
+# "write me a poem about Ruby": a verb of producing whose object is code or a text of another kind than
+# an answer. The articles are read, never programmed against or versified, so this is a task outside
+# the collection whatever its words share with it ("Ruby", "CSV").
 _CODE_OBJECT = (
     r"(?:scripts?|functions?|methods?|class(?:es)?|programs?|snippets?|regex(?:es)?|regular\s+expressions?"
     r"|code|one-liners?|loops?|unit\s+tests?|sql|dockerfile|makefile"
     r"|скрипт\w*|функци\w*|метод\w*|класс\w*|программ\w*|код\w*|регулярк\w*|регулярн\w+\s+выражени\w*"
-    r"|\w*(?:skript|script|funktion|methode|klasse|programm|code|regex|schleife)\w*)"
+    r"|\w*(?:skript|script|funktion|methode|klasse|programm|code|regex|schleife)\w*"
+    # a text of another kind than an answer: a poem, a song, a joke, an essay, a cover letter
+    r"|poems?|songs?|jokes?|essays?|limericks?|haikus?|cover\s+letters?|стих\w*|песн\w*|анекдот\w*|шутк\w*"
+    r"|эссе|сочинени\w*|сказк\w*|\w*gedicht\w*|lied\w*|witz\w*|aufsatz\w*|märchen\w*)"
 )
 _CODE_TASK = _r(
     r"^" + POLITE + r"(?:write|create|generate|implement"
@@ -231,7 +240,7 @@ def _task_on_given_thing(text: str) -> str | None:
             and not (after and (after.rstrip().endswith("?") or QUESTION_WORD.match(after))):
         return "translating a given text"  # not "Переведи статью «…»" (a title), nor "…: что значит X?"
     if any(_CODE_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
-        return "writing code"
+        return "writing code or a text that is no answer"
     return None
 
 
@@ -327,7 +336,10 @@ async def check_request(
     if vote is None:
         return verdict
     voted = replace(verdict, vote=vote)
-    if verdict.passed and not follows_up and vote.not_a_request >= REFUSE_AT:
+    # A message that names the collection is a request to it whatever its topic (the rules' own
+    # reading), and one in a conversation means what the conversation is about: the vote refuses neither.
+    if verdict.passed and not follows_up and vote.not_a_request >= REFUSE_AT \
+            and not _names_collection(verdict.question):
         return replace(voted, refused=_VOTED_KIND[vote.kind], reason=(
             f"the labelled messages nearest in meaning are no requests ({vote.not_a_request:.0%} of the vote, "
             f"mostly {vote.kind}; bar {REFUSE_AT:.0%})"))

@@ -138,6 +138,13 @@ async def test_the_vote_never_overturns_a_refusal_read_from_structure() -> None:
     assert (await _gate("Write a Ruby script that sums a CSV column", signals))[0] == "task"
 
 
+async def test_a_message_naming_the_collection_is_never_refused_by_the_vote() -> None:
+    # The rules read such a message as a request to the collection whatever its topic.
+    assert (await _gate("find articles about sourdough hydration", _Signals(together=0.9, vote=NO)))[0] is None
+    assert (await _gate("найди сатьи про закваску", _Signals(together=0.9, vote=NO)))[0] is None  # misspelt
+    assert (await _gate("any tips on sourdough hydration", _Signals(together=0.9, vote=NO)))[0] == "off_topic"
+
+
 async def test_a_follow_up_is_never_refused_by_the_vote() -> None:
     assert (await _gate("and why?", _Signals(together=0.9, vote=NO), follows_up=True))[0] is None
     assert (await _gate("and why?", _Signals(together=0.9, vote=NO)))[0] == "off_topic"
@@ -146,6 +153,7 @@ async def test_a_follow_up_is_never_refused_by_the_vote() -> None:
 @pytest.mark.parametrize(("question", "refused"), [
     # code to write: a task outside the collection, whatever words it shares with it
     ("Write a Ruby script that reads a CSV file and prints the totals", "task"),
+    ("write me a poem about Ruby", "task"), ("Напиши стихотворение про YJIT", "task"),
     ("Напиши на Python функцию, которая проверяет палиндромы", "task"),
     ("Schreib mir eine kleine Ruby-Methode, die Strings umdreht", "task"),
     ("generate a regex that matches semantic version numbers", "task"),
