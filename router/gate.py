@@ -17,7 +17,13 @@ fixed localized message and no tool:
   weight (IDF) that the best-matching article holds. A task word ("recipe", "poem", "hotel")
   lowers the bar a message must clear, but a message the collection covers passes anyway
   ("How do I translate Rails i18n keys?"). The thresholds were measured on the eval set's dev
-  half (docs/router.md).
+  half (docs/router.md);
+- **tasks on a thing given or to be made** (`task`), read from structure: code or a poem to write, a
+  quoted text to translate.
+Last, **the examples' vote** (`router/request_examples.py`): the labelled messages nearest in meaning
+refuse a message the rules route, or route one they refused for its words or as small talk, when
+their vote is clear; never a write, a tool call, an injection or a task, never a follow-up, and
+never a refusal of a message that names the collection.
 """
 
 from __future__ import annotations
@@ -202,7 +208,7 @@ def _without_tool_call(text: str, tools: Collection[str]) -> str | None:
 # "write me a poem about Ruby": a verb of producing whose object is code or a text of another kind than
 # an answer. The articles are read, never programmed against or versified, so this is a task outside
 # the collection whatever its words share with it ("Ruby", "CSV").
-_CODE_OBJECT = (
+_MADE_THING = (
     r"(?:scripts?|functions?|methods?|class(?:es)?|programs?|snippets?|regex(?:es)?|regular\s+expressions?"
     r"|code|one-liners?|loops?|unit\s+tests?|sql|dockerfile|makefile"
     r"|скрипт\w*|функци\w*|метод\w*|класс\w*|программ\w*|код\w*|регулярк\w*|регулярн\w+\s+выражени\w*"
@@ -211,13 +217,13 @@ _CODE_OBJECT = (
     r"|poems?|songs?|jokes?|essays?|limericks?|haikus?|cover\s+letters?|стих\w*|песн\w*|анекдот\w*|шутк\w*"
     r"|эссе|сочинени\w*|сказк\w*|\w*gedicht\w*|lied\w*|witz\w*|aufsatz\w*|märchen\w*)"
 )
-_CODE_TASK = _r(
+_MAKING_TASK = _r(
     r"^" + POLITE + r"(?:write|create|generate|implement"
     r"|напиши|написать|напишите|создай|сгенерируй|набросай|реализуй"
     r"|schreib|schreibe|erstelle|erstell|generiere|implementiere|programmiere)\s+"
     r"(?:(?:me|us|мне|нам|mir|uns)\s+)?(?:(?:на|in|auf)\s+[\w#+.-]+\s+)?"
     r"(?:(?:a|an|the|some|small|simple|short|quick|little|ein|eine|einen|kleine[ns]?|kurze[ns]?|простой|небольшой"
-    r"|простую|небольшую|короткий|(?-i:[A-Z][\w#+.]*)(?:-|\s+)|[\w#+.]+-)\s*){0,3}" + _CODE_OBJECT
+    r"|простую|небольшую|короткий|(?-i:[A-Z][\w#+.]*)(?:-|\s+)|[\w#+.]+-)\s*){0,3}" + _MADE_THING
     + r"\b(?!\s*(?:reviews?|ревью))"
 )
 # "Übersetze ins Englische: „Die Sicherheitslücke wurde behoben.“", "translate into German: '…'": the
@@ -239,7 +245,7 @@ def _task_on_given_thing(text: str) -> str | None:
     if given is not None and not _NAMES_ITEM.search(given.group(0)) \
             and not (after and (after.rstrip().endswith("?") or QUESTION_WORD.match(after))):
         return "translating a given text"  # not "Переведи статью «…»" (a title), nor "…: что значит X?"
-    if any(_CODE_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
+    if any(_MAKING_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
         return "writing code or a text that is no answer"
     return None
 
