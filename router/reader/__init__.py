@@ -6,8 +6,8 @@ relative words, seasons, ordinals, decades, operators, in ru/en/de with their in
 "ein halbes Jahr") are combined by anchors (`_anchors`: a year, a month of a year, a day, a
 season, a quarter, a half, a part of a year, a decade, this/last/the one before last + a unit,
 N units ago, the past N units, the first or last N days/weeks/months of a year or month) under
-operators (`_periods`: in/during, since/from, after,
-before/until, between…and, from…to, with a range's first end completed from its second),
+operators (`_periods`: in/during, since/from, after, before/until, between…and, from…to, with a
+range's first end completed from its second),
 resolved to an inclusive [from, to] against today. A period cue no phrase consumed (a month
 name, a year, "ago", a quarter word) is reported, never dropped silently (`_scan`).
 

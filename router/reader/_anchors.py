@@ -1,7 +1,8 @@
 """Period anchors: the things a period is named by (a year -- also "two years ago" after a month --,
 a month of a year, a day, a season, a quarter, a half, a part of a year, a decade, this/last/the one
-before last + a unit, N units ago, the past N units, the first or last N units of a year or month). Each parser looks at the tokens from one index and returns the anchor
-and where it ends, or None; `anchor_at` tries them in turn."""
+before last + a unit, N units ago, the past N units, the first or last N units of a year or month).
+Each parser looks at the tokens from one index and returns the anchor and where it ends, or None;
+`anchor_at` tries them in turn."""
 
 from __future__ import annotations
 
@@ -76,14 +77,14 @@ def _years_ago(tokens: list[Token], i: int) -> tuple[int, int] | None:
     german = _fold(tokens, i) == "vor"
     found = amount(tokens, i + 1 if german else i)
     if found is not None:
+        if found.unit != "year":
+            return None
         count, j = found.count, found.next
     else:
-        unit = None if german else unit_at(tokens, i)
-        count, j = 1, unit[1] if unit else i
-        if unit is None or unit[0] != "year" or _fold(tokens, j) not in lx.AGO:
+        unit = None if german else unit_at(tokens, i)  # "год назад": one year, no number
+        if unit is None or unit[0] != "year":
             return None
-    if found is not None and found.unit != "year":
-        return None
+        count, j = 1, unit[1]
     if german:
         return count, j
     j += 1 if _fold(tokens, j) == "тому" else 0
@@ -487,8 +488,8 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
     return Anchor(first, next_index, start, end, "relative")
 
 
-_PARSERS = (_iso, _dotted, _ago, _edge, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month, _season,
-            _decade, _year)
+_PARSERS = (_iso, _dotted, _ago, _edge, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month,
+            _season, _decade, _year)
 
 
 def anchor_at(tokens: list[Token], i: int, today: date) -> Anchor | None:
