@@ -22,13 +22,11 @@ import sys
 import numpy as np
 
 from infra.db.pool import create_pool
-from infra.results import as_language
 from infra.settings import Settings
 from retrieval.embeddings import EmbedderRegistry, LocalEmbedder
 from router.deterministic import decide_fallback
 from router.eval import TUNED_PREFIX, EvalCase, load_split
 from router.relevance import CollectionRelevance
-from router.request import RouteRequest
 from router.request_examples import NEIGHBOURS, REFUSE_AT, ROUTE_AT, WEIGHT_POWER
 from router.similarity import CollectionSimilarity
 
@@ -70,9 +68,7 @@ async def _rules(cases: list[EvalCase], settings: Settings) -> tuple[np.ndarray,
     refused, softly, structural = [], [], []
     try:
         for case in cases:
-            decision = await decide_fallback(settings, RouteRequest(
-                question=case.question, answer_language=as_language(case.answer_language, name="answerLanguage"),
-                today=case.today, client_language=as_language(case.language)), relevance=relevance)
+            decision = await decide_fallback(settings, case.request(), relevance=relevance)
             kind = decision.gate.refused if decision.gate is not None else None
             refused.append(decision.tool is None)
             softly.append(kind in _MAY_ROUTE)

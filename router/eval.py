@@ -36,7 +36,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from infra.results import LANGUAGES
+from infra.results import LANGUAGES, as_language
+from router.request import RouteRequest
 from router.service import RoutingDecision
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
@@ -77,6 +78,13 @@ class EvalCase:
     @property
     def question_language(self) -> str:
         return next((t for t in self.tags if t in LANGUAGES), "other")
+
+    def request(self) -> RouteRequest:
+        """The request a client would send for this case (its day, its client-passed languages)."""
+        return RouteRequest(
+            question=self.question, answer_language=as_language(self.answer_language, name="answerLanguage"),
+            today=self.today, client_language=as_language(self.language),
+        )
 
 
 def load_split(split: str) -> list[EvalCase]:

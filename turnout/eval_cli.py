@@ -15,7 +15,7 @@ from pydantic import SecretStr
 from typer.core import TyperGroup
 
 from infra.db.pool import create_pool
-from infra.results import ArticlesPage, NormalizedSearch, as_language
+from infra.results import ArticlesPage, NormalizedSearch
 from infra.settings import ConfigError, LLMFilters, LLMMode, Settings, get_settings
 from router.engine import OpenAIEngine
 from router.eval import (
@@ -31,7 +31,7 @@ from router.eval import (
 )
 from router.executor import AskCall
 from router.gate import CollectionRelevance
-from router.service import RouterDeps, RouteRequest, RoutingDecision, decide_fallback, decide_question
+from router.service import RouterDeps, RoutingDecision, decide_fallback, decide_question
 from router.tools import default_registry
 from router.warmup import warm_up
 
@@ -44,13 +44,6 @@ class DecisionOnly:
 
     async def ask(self, call: AskCall, *, deadline: float | None = None) -> object:
         raise RuntimeError("the eval harness must not execute a RAG answer")
-
-
-def _request(case: EvalCase) -> RouteRequest:
-    return RouteRequest(
-        question=case.question, answer_language=as_language(case.answer_language, name="answerLanguage"),
-        today=case.today, client_language=as_language(case.language),
-    )
 
 
 def _cases(path: Path | None, split: str, limit: int | None) -> list[EvalCase]:
@@ -77,7 +70,7 @@ async def evaluate(
     try:
         if fallback:
             async def decide_fb(case: EvalCase) -> RoutingDecision:
-                return await decide_fallback(settings, _request(case), relevance=relevance)
+                return await decide_fallback(settings, case.request(), relevance=relevance)
 
             return await run_eval(cases, decide_fb, router="fallback (deterministic)" + _gate_label(relevance),
                                   split=split)
@@ -107,7 +100,7 @@ async def _evaluate_llm(
     )
 
     async def decide(case: EvalCase) -> RoutingDecision:
-        return await decide_question(deps, _request(case))
+        return await decide_question(deps, case.request())
 
     mode_label = engine.mode.value + (" + code filters" if engine.code_filters else "")
     router = f"{engine.model} @ {settings.llm_base_url} ({mode_label})" + _gate_label(relevance)
