@@ -17,6 +17,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -72,6 +73,13 @@ def _use() -> Any:
         return _use_model
 
 
+@lru_cache(maxsize=64)
+def _one_embedded(text: str) -> np.ndarray:
+    """One text's row, kept for the process's last messages (the request gate measures a message's
+    meaning against the passages and asks the labelled examples' vote with the same embedding)."""
+    return normalize_rows(_use().encode([text]))[0]
+
+
 class LocalEmbedder:
     """USE multilingual v3, in-process on CPU."""
 
@@ -86,9 +94,10 @@ class LocalEmbedder:
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, LOCAL_DIMENSION), dtype=np.float32)
-        vectors = _use().encode(list(texts))
         self.texts_embedded += len(texts)
-        return normalize_rows(vectors)
+        if len(texts) == 1:  # a message: the request gate's two signals embed it once between them
+            return _one_embedded(texts[0]).reshape(1, -1).copy()
+        return normalize_rows(_use().encode(list(texts)))
 
     async def embed(self, texts: Sequence[str], *, deadline: float | None = None) -> np.ndarray:
         # numpy releases the GIL; a thread keeps the event loop (and its other tasks) moving.

@@ -38,6 +38,29 @@ async def test_local_model_is_multilingual_normalized_and_offline() -> None:
     assert (await embedder.embed([])).shape == (0, 512)
 
 
+def test_a_message_embedded_again_is_not_encoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The request gate embeds a message for its meaning signal and for the examples' vote.
+    from retrieval import embeddings
+
+    model, encoded = embeddings._use(), []
+
+    class Counting:
+        def encode(self, texts: list[str]) -> np.ndarray:
+            encoded.append(list(texts))
+            return model.encode(texts)
+
+    monkeypatch.setattr(embeddings, "_use", Counting)
+    embedder, other = LocalEmbedder(), LocalEmbedder()
+    message = "Wann endet der OCSP-Dienst von Let's Encrypt? (a message no other test embeds)"
+    first = embedder.embed_sync([message])
+    again = other.embed_sync([message])
+    assert encoded == [[message]] and np.array_equal(first, again) and first.shape == (1, LOCAL_DIMENSION)
+    first[0, 0] = 9.0  # a caller's copy: the kept row is not changed through it
+    assert other.embed_sync([message])[0, 0] != 9.0
+    assert np.allclose(again, LocalEmbedder().embed_sync([message, "x"])[:1], atol=1e-6)  # as a batch embeds it
+    assert embedder.texts_embedded == other.texts_embedded - 1 == 1
+
+
 def _openai_settings(settings: Settings, llm: ScriptedLLM) -> Settings:
     return settings.model_copy(update={
         "embedding_provider": EmbeddingProvider.OPENAI, "embedding_base_url": llm.base_url,
