@@ -190,7 +190,7 @@ def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
 
 
 def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
-    """ "<imperative> <up to three words> <collection noun>", or "<imperative> it" after a clause
+    """ "<imperative> <up to five words> <collection noun>", or "<imperative> it" after a clause
     that named the collection ("Translate the article … and save it")."""
     opened = re.sub("^" + OPENER, "", clause, flags=re.I | re.U)
     text = re.sub("^" + POLITE, "", opened, flags=re.I | re.U)
