@@ -240,12 +240,93 @@ def _structural_write(clause: str) -> bool:
     return False
 
 
+# ---- a wish that the collection be changed ----
+# "I want every Let's Encrypt article older than 2016 archived", "Нужно, чтобы заметка … была переименована",
+# "Ich möchte, dass der Autor des Beitrags geändert wird", "Die Artikel über X sollen nicht mehr sichtbar sein",
+# "можно ли удалить из базы заметку …?": a head of wanting, needing or permitting, then a verb of change in
+# any form (infinitive, past, passive participle) or a state of visibility, with the collection as its
+# subject or object (next to it, or with the wish's head between them). The participles that also
+# describe what is read ("published", "updated", "added", "created in 2024") are left out: "I want the
+# posts published last year" reads.
+_WISH = _r(
+    r"\b(?:i\s+(?:want|need|would\s+like|wish)|i'd\s+like|we\s+(?:want|need|would\s+like)|make\s+sure"
+    r"|it\s+would\s+be\s+\w+\s+if|(?:should|must|needs?\s+to|has\s+to|have\s+to)\s+(?:be|get)"
+    r"|хочу|хотим|хотел[аи]?\s+бы|нужно|надо|необходимо|требуется|прошу|просьба|можно\s+ли|нельзя\s+ли|пусть"
+    r"|давайте|следует|было\s+бы\s+\w+"
+    r"|(?:ich|wir)\s+(?:möchten?|will|wollen|wünsche|hätte\w*\s+gern)|soll|sollen|sollte|sollten|muss|müssen"
+    r"|wäre\s+\w+,?\s+wenn|kann\s+man|könnt\s+ihr)\b"
+)
+_CHANGE = (
+    r"(?:(?:re|un)publish|unpublished|hide|hidden|hiding|delete|deleted|deleting|remove|removed|removing|erase"
+    r"|erased|purge|purged|archive|archived|archiving|rename|renamed|retitle|retitled|edit|edited|modify|modified"
+    r"|change|replace|replaced|pin|pinned|unpin|merge|merged|take\s+down|taken\s+down|unlist|unlisted"
+    r"|invisible|visible|public|private"
+    r"|переименов\w*|удал(?:и|ить|ён|ен|ена|ено|ены|ил|ила|или|ять|яли|ите)|опубликова(?:ть|л|ла|ли)|скры\w*"
+    r"|спрята\w*|убра\w*|убер\w*|добав(?:ить|ь|ил|ила|или)|созда(?:ть|й|л|ла|ли)|заархивир\w*|архивир\w*"
+    r"|отредактир\w*|измен(?:ить|ил|ила|или|ён|ена|ено|ены|и|ите)|исправ(?:ить|ь|ил|или|лен\w*)|замен\w*"
+    r"|поправ\w*|снят\w*|сним\w*|стер(?:ть|т\w*)|невидим\w*|видим\w*|публичн\w*"
+    r"|geändert|ändern|gelöscht|löschen|entfernt|entfernen|umbenannt|umbenennen|versteckt|verstecken|verborgen"
+    r"|ausgeblendet|ausblenden|veröffentlichen|archiviert|archivieren|hinzufügen|anlegen|korrigiert|korrigieren"
+    r"|ersetzt|ersetzen|verschoben|verschieben|depubliziert|sichtbar|unsichtbar|öffentlich|offline)"
+)
+_CHANGE_WORD = _r(r"\b" + _CHANGE + r"\b")
+# After the head, a verb of learning or reading makes the change the topic ("I want to know which posts were removed").
+_WISH_TO_READ = _r(
+    r"\b(?:know|see|read|learn|understand|find|hear|get|have|узнать|знать|понять|прочитать|почитать|прочесть|найти"
+    r"|увидеть|посмотреть|разобраться|выяснить|wissen|erfahren|lesen|sehen|verstehen|finden|haben|kennen)\b"
+)
+# Between the head and the change: a word that opens a question or a relative clause makes the change its topic.
+_EMBEDDED = _r(
+    r"\b(?:what|why|how|which|who|when|where|whether|that|что|почему|как|какие|какой|какая|когда|где|зачем"
+    r"|который|которая|которое|которые|ли|was|warum|wie|welche\w*|wann|wo|ob)\b"
+)
+# A change as a clause's predicate: "were removed", "была переименована", "geändert wird".
+_AUXILIARY = _r(r"(?:be|is|are|was|were|been|get|got|был|была|было|были|будет|будут|стал[аи]?|wird|werden|wurde"
+                r"|wurden|sein|ist|sind|worden)")
+# A preposition that opens what a text is about: after it, a change belongs to the topic ("posts about
+# features removed in Ruby 3.0").
+_TOPIC_PREPOSITION = _r(r"^(?:about|on|regarding|concerning|про|о|об|обо|über|zu|zum|zur|bezüglich)$")
+_TITLE = re.compile(r"[«„\"“][^»“\"”]{1,80}[»“\"”]")
+
+
+def _wish_to_change(clause: str) -> bool:
+    text = _TITLE.sub(" «title» ", clause)
+    if QUESTION_WORD.match(text) or _READ_VERB.match(_WORD.findall(text)[0] if _WORD.search(text) else ""):
+        return False
+    for wish in _WISH.finditer(text):
+        change = _CHANGE_WORD.search(text, wish.end())
+        if change is None:
+            continue
+        between = text[wish.end():change.start()]
+        if _WISH_TO_READ.search(between) or _EMBEDDED.search(between):
+            continue
+        spans = list(_WORD.finditer(text))
+        words = [m.group() for m in spans]
+        at = next(i for i, m in enumerate(spans) if m.start() >= change.start())
+        predicate = any(_AUXILIARY.fullmatch(w) for w in words[max(0, at - 1):at + 2])
+        for i, word in enumerate(words):
+            if not re.fullmatch(COLLECTION_NOUN, word, re.I):
+                continue
+            if i > at:  # the object after the verb: up to three words between, none naming a topic
+                gap = words[at + 1:i]
+                if len(gap) <= 3 and not any(_SOURCE_PREPOSITION.match(w) and w.casefold() not in ("из", "from", "aus")
+                                             for w in gap):
+                    return True
+            elif i < at:  # the subject before it: the wish's head between them, the change its predicate
+                gap = words[i + 1:at]  # ("… dass der Titel des Artikels über X geändert wird"), or next to it
+                head_between = spans[i].end() <= wish.start()
+                if head_between or (len(gap) <= 8 and predicate) \
+                        or (len(gap) <= 4 and not any(_TOPIC_PREPOSITION.match(w) for w in gap)):
+                    return True
+    return False
+
+
 def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
     for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
         if not clause or DIGEST_REQUEST.search(clause) or LIST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
             continue
-        if _structural_write(clause):
+        if _structural_write(clause) or _wish_to_change(clause):
             return clause
         if _WRITE_OBJECT.search(clause):
             return clause

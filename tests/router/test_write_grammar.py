@@ -60,3 +60,33 @@ def test_a_modal_infinitive_a_misspelt_verb_and_a_long_name_are_writes(question:
 ])
 def test_a_modal_before_a_reading_verb_is_no_write(question: str) -> None:
     assert write_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", [
+    # a wish whose object the collection is, the change a participle after it
+    "I'd like every OCSP post from before 2015 archived and taken off the site.",
+    "It would be great if the post about Certbot were removed.", "The article about OCSP should be deleted.",
+    # a wish with a clause of its own: чтобы / dass, the change its predicate or an infinitive
+    "Нужно, чтобы новость «Ruby 2.0 вышел» была переименована.", "Хочу, чтобы ты удалил заметку про Heartbleed.",
+    "А можно ли убрать из ленты статью про YJIT? Она устарела.",
+    "Ich möchte, dass der Titel des Artikels über Bundler geändert wird.",
+    # German verb-second: the modal between the subject and the state asked for
+    "Die Beiträge über RubyConf sollen nicht mehr sichtbar sein.",
+])
+def test_a_wish_that_the_collection_be_changed_is_a_write(question: str) -> None:
+    assert write_intent(question) is not None, question
+
+
+@pytest.mark.parametrize("question", [
+    # the change is what the articles are about, or what the user wants to learn
+    "I want the posts published last year about Ruby", "I need posts about features removed in Ruby 3.0",
+    "I need articles on the APIs removed in Ruby 3.0", "I want to know which posts were removed",
+    "I need the articles that were updated in 2024", "Find articles on why OCSP should be removed",
+    "Which posts say that SHA-1 must be removed?",
+    "Хочу узнать, что изменилось в статьях о Ruby 3.4", "Мне нужны статьи о том, почему удалили OCSP",
+    "Нужно найти статьи, где описано, как удалить сертификат", "Нужны статьи про то, что удалено в Ruby 3.0",
+    "Ich will wissen, was in Ruby 3.4 entfernt wurde", "Ich möchte Artikel darüber, was aus Ruby 3.0 entfernt wurde",
+    "Ich brauche Beiträge zu Funktionen, die in Ruby 3.0 entfernt wurden",
+])
+def test_a_wish_to_read_about_a_change_is_no_write(question: str) -> None:
+    assert write_intent(question) is None, question
