@@ -15,7 +15,9 @@ ERROR-correction rounds) but nothing is executed. Scoring, per case:
   (omitted = the default); a label may list acceptable alternatives; a `language` label of
   two or more sorted codes joined by "+" ("de+ru") matches a list of exactly those languages
   in any order;
-- date bounds: both dateFrom and dateTo right, over the cases whose label has a date;
+- date bounds: both dateFrom and dateTo right, over the cases whose label has a date (a label
+  with a dateFrom and no dateTo, an open end, also accepts the case's today: the search clamps
+  every later dateTo to today, so both select the same articles);
 - language: the `language` field (the articles' language) right, over the cases with a tool;
 - refusals: refused when a refusal was expected, and refused when a tool was expected.
 A field or date counts as wrong when the tool was wrong. Everything is also broken down per
@@ -198,7 +200,10 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
     tool_ok = decision.tool == case.expected_tool
     fields: dict[str, bool] = {}
     for name in FIELDS.get(case.expected_tool or "", ()):
-        fields[name] = tool_ok and field_matches(name, case.expected_arguments.get(name), decision.arguments.get(name))
+        expected = case.expected_arguments.get(name)
+        if name == "dateTo" and expected is None and case.expected_arguments.get("dateFrom") is not None:
+            expected = [None, case.today.isoformat()]  # an open end: no article is dated after today
+        fields[name] = tool_ok and field_matches(name, expected, decision.arguments.get(name))
     has_dates = any(case.expected_arguments.get(k) is not None for k in ("dateFrom", "dateTo"))
     dates_ok = (fields.get("dateFrom", False) and fields.get("dateTo", False)) if has_dates else None
     return CaseResult(

@@ -338,3 +338,21 @@ def test_a_two_language_label_matches_those_languages_in_any_order(tmp_path: Any
         else:
             with pytest.raises(EvalFileError, match="language label"):
                 load_cases(path)
+
+
+def test_an_open_end_label_accepts_today_and_nothing_else() -> None:
+    """ "since April" labelled with a dateFrom only: no dateTo, or today (the search clamps a later
+    dateTo to today, so both select the same articles); any other day is wrong."""
+    today = date(2026, 8, 1)
+    case = EvalCase(id="open", question="posts since April", today=today, expected_tool="SearchArticles",
+                    expected_arguments={"text": "posts", "language": "en", "dateFrom": "2026-04-01"})
+
+    def dates_ok(date_to: str | None) -> bool | None:
+        arguments = {"text": "posts", "language": "en", "dateFrom": "2026-04-01", "dateTo": date_to}
+        return score(case, _decision("SearchArticles", arguments), 1.0).dates_ok
+
+    assert dates_ok(None) is True and dates_ok("2026-08-01") is True
+    assert dates_ok("2026-07-31") is False and dates_ok("2026-12-31") is False
+    closed = EvalCase(id="closed", question="q", today=today, expected_tool="SearchArticles",
+                      expected_arguments={"text": "posts", "dateTo": "2009-12-31"})
+    assert score(closed, _decision("SearchArticles", {"text": "posts", "dateTo": "2009-12-31"}), 1.0).dates_ok
