@@ -37,7 +37,7 @@ from router.intent import (
     small_talk,
     without_injection,
 )
-from router.question_reading import ASK_WORDS, QuestionReading, keywords, read_question
+from router.question_reading import ASK_WORDS, INTERROGATIVES, QuestionReading, keywords, read_question
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
 
@@ -74,10 +74,11 @@ def fallback_decision(
     def search(reason: str) -> FallbackDecision:
         if BRIEF_ANSWER.search(rest):  # "… прошлой зимой про Let's Encrypt? кратенько": a digest of them
             return combined(rest, reason + ", in the brief form asked")
-        return FallbackDecision(SEARCH, _present({"text": keywords(rest), **filters}), reason, reading)
+        return FallbackDecision(SEARCH, _present({"text": keywords(rest, drop=INTERROGATIVES), **filters}), reason,
+                                reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
-        arguments = {"text": keywords(search_text, drop=ASK_WORDS), **filters, "question": text,
+        arguments = {"text": keywords(search_text, drop=ASK_WORDS | INTERROGATIVES), **filters, "question": text,
                      "answerLanguage": reading.answer}
         return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason, reading)
 
@@ -90,14 +91,14 @@ def fallback_decision(
     later = request_clause(rest)
     if later is not None:  # a conversational opening: the request's form and topic are in the later clause
         earlier = rest[: len(rest) - len(later)]
-        own = keywords(later) or ""
+        own = keywords(later, drop=INTERROGATIVES) or ""
         names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
     produced = _produced(rest)
     if produced is not None:  # a list, a digest or a retelling of the articles, its topic after it
         tool, topic, reason = produced
         if tool == SEARCH:
-            return FallbackDecision(SEARCH, _present({"text": keywords(topic), **filters}), reason, reading)
+            return FallbackDecision(SEARCH, _present({"text": keywords(topic, drop=INTERROGATIVES), **filters}), reason, reading)
         if tool == ASK:
             return ask(reason)
         return combined(topic, reason)

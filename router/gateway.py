@@ -174,7 +174,8 @@ class CallValidator:
             out["language"] = None
             return out, f"language {sent} dropped: the question asks for articles in all languages"
         client = self.client_language
-        if sent == self.user_language and client is not None and client != sent:
+        if sent == self.user_language and client is not None and client != sent and named != sent:
+            # the question's own language, unless the question names it for the articles ("auf Deutsch erschienene Beiträge")
             out["language"] = client
             return out, f"language {sent} (the question's own) replaced by the client's {client}"
         out["language"] = sent

@@ -20,7 +20,7 @@ from router.language import written_language
 from router.material_language import material_language
 from router.reader import DateExpectation, QuestionCues, read_cues
 
-__all__ = ["ASK_WORDS", "QuestionReading", "keywords", "read_question"]
+__all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question"]
 
 _OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)", re.I | re.U)  # order words, not topic
 _STOPWORDS = frozenset(
@@ -39,8 +39,12 @@ _STOPWORDS = frozenset(
     whatever everything anything something was were been has have here posted written dig up track down round
     был была было были будет war waren gab what
     можешь можете что это этом этого писали писалось kannst mir raussuchen heraussuchen mal raus heraus
+    erschienen erschienenen erschienene вышедшие вышедших опубликованные опубликованных veröffentlichten veröffentlichte
     """.split()
 )
+# Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
+# there. Not stop words everywhere: a follow-up's "which one was two pages back?" is a question, no move.
+INTERROGATIVES = frozenset("which what какие какой какая каких какое welche welcher welches welchen".split())
 ASK_WORDS = frozenset(
     """
     explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй

@@ -201,10 +201,26 @@ def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
         # Winter Y is named by the year of its January (as meteorologists name it): December Y-1 to
         # February Y; the winter that begins in December Y may be meant too.
         return months_span(year - 1, 12, 3) if first == 12 else months_span(year, first, 3)
+    pair = _winter_years(tokens, i + 1) if first == 12 else None
+    if pair is not None:  # "Winter 2013/14", "зима 2013–2014": December of the first year to February of the second
+        start, end = span(pair[0])
+        return Anchor(i, pair[1], start, end, "season")
     anchor = _in_year(tokens, i, i + 1, today, "season", span)
     if first == 12:
         anchor = replace(anchor, latest=months_span(anchor.end.year, 12, 3)[1])
     return anchor if anchor.year_given else replace(anchor, kind="bare-season")
+
+
+def _winter_years(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """ "2013/14", "2013-2014", "of 2013–14" after a winter: (the second year, the index after it)."""
+    j = _skip(tokens, i, _OF)
+    if j + 1 >= len(tokens) or tokens[j].after.strip() not in ("/", "-", "–", "—"):
+        return None
+    first, second = tokens[j].text, tokens[j + 1].text
+    if not (first.isdigit() and len(first) == 4 and second.isdigit() and 1900 <= int(first) <= 2099):
+        return None
+    following = str(int(first) + 1)
+    return (int(following), j + 2) if second in (following, following[2:]) else None
 
 
 def _ordinal_unit(tokens: list[Token], i: int, n: int | None = None) -> tuple[str, int, int] | None:

@@ -34,7 +34,9 @@ _STEMS: tuple[tuple[str, Language], ...] = (
     (r"english|englisch\w*|английск\w*|англоязычн\w*|по-английски", "en"),
     (r"russian|russisch\w*|русск\w*|русскоязычн\w*|по-русски", "ru"),
 )
-_MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code in _STEMS) + r")(?![\w-])")
+# "Russian-language articles", "English-speaking blogs": the compound is the adjective.
+_MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code in _STEMS)
+              + r")(?:-(?:language|speaking))?(?![\w-])")
 # "in German", "auf Deutsch", "на немецком (языке)", "по-немецки": a phrase, not an adjective.
 _PHRASE_BEFORE = _r(r"(?:\b(?:in|auf)|(?<!\w)на)\s+$")
 _PHRASE_WORD = _r(r"^(?:по-\w+|deutsch|englisch|russisch|english|german|russian|немецком|английском|русском)$")
@@ -61,6 +63,9 @@ _COLLECTION = (
     r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?)"
 )
 _NOUN_AFTER = _r(r"^(?:[- ]language|sprachig\w*)?\s+(?:\w+\s+)?" + _COLLECTION + r"\b")
+# "auf Deutsch erschienene Beiträge", "на немецком вышедшие статьи": the phrase on a noun after it, a
+# participle between them.
+_NOUN_AFTER_PHRASE = _r(r"^\s+(?:[\w-]+(?:ene|enen|ten|tes|nen|ные|ных|шие|ших)\s+)?" + _COLLECTION + r"\b")
 _NOUN_BEFORE = _r(r"\b" + _COLLECTION + r"\b[^.?!]{0,60}$")
 _PLEASE_END = _r(r"^\s*,?\s*please\s*[.!]?\s*$")
 _END = _r(r"^(?:\s*(?:языке|sprache))?\s*(?:,?\s*(?:please|bitte|пожалуйста))?\s*[.!?]*\s*$")
@@ -160,9 +165,11 @@ def _spelled(text: str) -> str:
 
 def _on_collection(text: str, mention: _Mention) -> bool:
     """ "German articles", "немецкие статьи" (an adjective before the noun); "articles … in German",
-    "Beiträge … auf Deutsch" (a phrase after it, in the same sentence)."""
+    "Beiträge … auf Deutsch" (a phrase after it, in the same sentence), "auf Deutsch erschienene
+    Beiträge" (a phrase before it)."""
     if mention.phrase:
-        return _NOUN_BEFORE.search(text[:mention.phrase_start]) is not None
+        return _NOUN_BEFORE.search(text[:mention.phrase_start]) is not None \
+            or _NOUN_AFTER_PHRASE.match(text[mention.end:]) is not None
     return _NOUN_AFTER.match(text[mention.end:]) is not None
 
 

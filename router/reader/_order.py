@@ -1,5 +1,6 @@
 """Order cues: oldest first ("earliest first", "in chronological order", "in date order",
-"chronologisch", "zeitlich aufsteigend", "в хронологическом порядке", "от старых к новым", the
+"chronologisch", "zeitlich aufsteigend", "в хронологическом порядке", "от старых к новым", where to
+start ("start with the oldest", "начни со старых", "fang mit den ältesten an"), the
 order of publication: "in the order they were published", "по порядку", "von Anfang an") or
 newest first ("newest first", "reverse chronological", "von neu nach alt")."""
 
@@ -18,6 +19,10 @@ _DIRECTION = _r(
     r"(?:the\s+)?(?P<b>" + _OLD + "|" + _NEW + r")\b"
     r"|\b(?P<c>" + _OLD + "|" + _NEW + r")\s+(?:first|zuerst|сначала|вперед|вперёд)\b"
     r"|\b(?:сначала|zuerst)\s+(?P<d>" + _OLD + "|" + _NEW + r")"
+    # where to start: "start with the oldest", "начни со старых", "fang mit den ältesten an"
+    r"|\b(?:start|begin)\w*\s+(?:with|from|at)\s+(?:the\s+)?(?:very\s+)?(?P<e>" + _OLD + "|" + _NEW + r")"
+    r"|(?<!\w)начн\w*\s+(?:со|с|от)\s+(?:сам\w+\s+)?(?P<f>" + _OLD + "|" + _NEW + r")"
+    r"|\b(?:fang\w*|beginn\w*)\s+(?:\w+\s+)?mit\s+(?:den|dem|der)\s+(?P<g>" + _OLD + "|" + _NEW + r")"
 )
 _REVERSE = _r(
     r"\breverse[-\s]+chronolog\w*(?:\s+order)?|\bumgekehrt\w*\s+(?:chronolog\w*|zeitlich\w*)(?:\s+reihenfolge)?"
@@ -68,7 +73,7 @@ class OrderReading:
 def read_order(text: str) -> OrderReading:
     direction = _DIRECTION.search(text)
     if direction is not None:
-        word = next(g for g in (direction.group("a"), direction.group("c"), direction.group("d")) if g)
+        word = next(w for name in ("a", "c", "d", "e", "f", "g") if (w := direction.group(name)))
         sort = "oldest" if re.fullmatch(_OLD, word, re.IGNORECASE) else "newest"
         return OrderReading(sort, (direction.span(),))
     for pattern, sort in ((_REVERSE, "newest"), (_CHRONOLOGICAL, "oldest"), (_PUBLICATION_ORDER, "oldest")):

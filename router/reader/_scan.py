@@ -118,10 +118,21 @@ def _periodish(fold: str) -> bool:
         or lx.relative(fold) is not None
 
 
+def _in_a_name(tokens: list[Token], i: int) -> bool:
+    """ "Ruby Summer of Code", "Winter of Security": a capitalized month or season with "of" and a
+    capitalized word after it that names no period is a name's word, not a period."""
+    if i + 2 >= len(tokens) or not tokens[i].text[:1].isupper() or tokens[i + 1].fold not in ("of", "von", "der"):
+        return False
+    after = tokens[i + 2]
+    return after.text[:1].isupper() and not after.text.isdigit() and not _is_cue(tokens, i + 2)
+
+
 def _is_cue(tokens: list[Token], i: int) -> bool:
     """A word that names a period part: a month, a season, a quarter/half word, a decade, a year,
     "ago", or a unit after a count or a relative word ("3 недели", "letzten Quartal")."""
     fold = tokens[i].fold
+    if (fold in lx.FULL_MONTHS or fold in lx.SEASONS) and _in_a_name(tokens, i):
+        return False
     if fold in lx.FULL_MONTHS and fold not in lx.AMBIGUOUS_MONTHS:
         return True
     if fold in lx.SEASONS and fold not in lx.AMBIGUOUS_SEASONS:

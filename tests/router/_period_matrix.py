@@ -401,6 +401,10 @@ def winters(lang: str) -> Iterator[Case]:
     for year in YEARS:
         phrase = {"en": f"winter {year}", "ru": f"зимой {year} года", "de": f"im Winter {year}"}[lang]
         yield Case(phrase, TODAYS[0], date(year - 1, 12, 1), last_day(year, 2))
+        # the winter named by both its years: "winter 2013/14", "зимой 2013–2014", "im Winter 2013/2014"
+        pair = {"en": f"in the winter of {year - 1}/{str(year)[2:]}", "ru": f"зимой {year - 1}–{year}",
+                "de": f"im Winter {year - 1}/{year}"}[lang]
+        yield Case(pair, TODAYS[0], date(year - 1, 12, 1), last_day(year, 2))
 
 
 GENERATORS = (years, year_ranges, months, month_of_relative_year, ago, rolling, relative_units, seasons,

@@ -32,6 +32,8 @@ pytestmark = pytest.mark.usefixtures("shared_corpus")
         ("Find articles about Ruby", "de", "de"),
         ("Найди статьи о Ruby", "en", "en"),
         ("Find German articles about Ruby", "ru", "de"),  # named beats the client's default
+        ("Finde deutsche Artikel über Ruby", "en", "de"),  # also when it is the question's own language
+        ("Найди статьи о Ruby, вышедшие на русском", "de", "ru"),
         ("Find articles about Ruby in any language", "ru", None),
     ],
 )

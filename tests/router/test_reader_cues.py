@@ -9,7 +9,9 @@ from itertools import permutations
 
 import pytest
 
+from router.fallback import fallback_decision
 from router.material_language import material_language
+from router.question_reading import read_question
 from router.reader import language_cues, read_cues, read_order
 
 TODAY = date(2026, 11, 29)  # a Sunday
@@ -189,6 +191,11 @@ def test_a_question_ending_in_an_article_is_read(question: str) -> None:
     ("read me everything on ACME from the very beginning", "oldest"),
     ("статьи о Certbot с самого начала", "oldest"),
     ("Artikel über Ruby 3 von Anfang an", "oldest"),
+    # where to start (phrasings written for this test)
+    ("Summarize the Bundler posts, start with the early ones", "oldest"),
+    ("Как менялся Certbot в старых версиях? Начни со старых.", "oldest"),
+    ("Fass die OCSP-Meldungen zusammen und fang mit den alten an", "oldest"),
+    ("Walk me through the posts on old Ruby versions, beginning with the new ones", "newest"),
     ("the order of operations in Ruby blocks", None),
     ("in which order should I upgrade Ruby and Rails?", None),
     ("posts about Ruby in reverse chronological order", "newest"),
@@ -334,3 +341,37 @@ def test_a_noun_for_the_answers_form_governs_its_language_phrase(lang: str, answ
     assert (cues.all_languages, cues.answer) == (True, answer)
     cues = language_cues(FORM_ON_ARTICLES[lang].format(phrase=PHRASE[lang][answer]))
     assert (cues.several, cues.answer) == ((answer,), None)
+
+
+@pytest.mark.parametrize(("question", "client", "language"), [
+    # a compound adjective on the articles ("Russian-language", "English-speaking")
+    ("What do the German-language posts say about YJIT? Reply in English.", None, "de"),
+    ("Show English-speaking blog posts on Certbot", "ru", "en"),
+    # a phrase before the noun, a participle between them: the articles' language, over the client's
+    ("Welche auf Deutsch veröffentlichten Beiträge gibt es über OCSP?", "en", "de"),
+    ("Какие на русском вышедшие статьи есть про Bundler?", "de", "ru"),
+])
+def test_a_compound_adjective_or_a_phrase_before_the_noun_names_the_articles(
+    question: str, client: str | None, language: str,
+) -> None:
+    reading = read_question(question, TODAY, client_language=client)  # type: ignore[arg-type]
+    # named on the collection: proven, so neither the client's language nor a model's replaces it
+    assert reading.language == language and language_cues(question).on_collection == (language,)
+
+
+@pytest.mark.parametrize(("question", "kept"), [
+    ("Posts about the Ruby Summer of Code students", "Summer"),
+    ("Beiträge zum Google Winter of Code", "Winter"),
+])
+def test_a_season_in_a_name_is_no_period(question: str, kept: str) -> None:
+    reading = read_question(question, TODAY)
+    assert reading.dates is None and reading.unread_period == () and kept in reading.rest
+
+
+@pytest.mark.parametrize("question", [
+    "Хочу почитать что-нибудь про Sunlight на английском — какие статьи есть?",
+    "I'd like to read up on Sunlight — which posts are there?",
+])
+def test_an_interrogative_is_no_topic_so_the_earlier_clause_gives_it(question: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == "SearchArticles" and "Sunlight" in decision.arguments["text"].split()
