@@ -275,6 +275,12 @@ ASK_CLAUSE = _r(
     r"|\b(?:and\s+)?sum\s+(?:them|it|those|these)\s+up\b|\bgive\s+me\s+a\s+(?:short\s+|brief\s+)?summary\b"
     r"|(?<!\w)(?:перескажи|обобщи|резюмируй|опиши|объясни|сравни|расскажи)\s+(?:мне\s+)?(?:их|это|эти|о\s+них)(?!\w)"
     r"|\b(?:fass|fasse)\b.*\bzusammen\b|\bzusammenfassen\b"
+    # an answer asked for by its noun beside the list: "… plus a short explanation of …", "и краткое резюме"
+    r"|\b(?:and|plus|along\s+with|as\s+well\s+as)\s+(?:a\s+|an\s+|the\s+|some\s+)?(?:short\s+|brief\s+|quick\s+)?"
+    r"(?:explanation|summary|overview|recap|rundown)(?=\s+(?:of|on|about|for|what|how|why)\b|\s*[,.:;!?]|\s*$)"
+    r"|(?<!\w)(?:и|плюс|а\s+также)\s+(?:кратк\w+\s+|коротк\w+\s+|небольш\w+\s+)?(?:объяснени\w*|резюме|обзор\w*"
+    r"|пояснени\w*)(?!\w)"
+    r"|\b(?:und|plus|sowie)\s+(?:eine[nm]?\s+|die\s+)?(?:kurze[nm]?\s+)?(?:erklärung|zusammenfassung|überblick)\b"
 )
 ASK_CUE = _r(
     r"\?\s*$"
@@ -301,6 +307,8 @@ QUESTION_FORM = _r(
 # Where a later clause starts: the request after a conversational opening ("So I've been meaning to
 # catch up, could you dig up …", "Слушай, мне коллега сказал про X, можешь найти …").
 _CLAUSE_START = re.compile(r"[.!?;:,—–]\s+")
+# A connective that opens the later clause ("…, so can you list …", "…, а можешь найти …").
+_CONNECTIVE = _r(r"^(?:so|and|then|but|а|и|но|так\s+что|und|dann|aber|also)[,\s]+")
 # A later clause that points back at an earlier one for its topic ("что об этом писали", "about it").
 ANAPHOR = _r(r"(?<!\w)(?:этом|это|этого|этой|нём|нем|ней|them|it|that|this|those|das|dazu|darüber|davon|dem)(?!\w)")
 
@@ -312,7 +320,7 @@ def request_clause(text: str) -> str | None:
             or QUESTION_FORM.search(text):
         return None
     for boundary in _CLAUSE_START.finditer(text):
-        clause = text[boundary.end():]
+        clause = _CONNECTIVE.sub("", text[boundary.end():])
         if SEARCH_VERB.search(clause) or LISTING_QUESTION.search(clause) or ASK_VERB.search(clause):
             return clause
     return None

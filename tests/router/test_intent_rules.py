@@ -269,3 +269,23 @@ def test_a_request_to_explain_a_thing_in_other_words_is_an_answer(question: str)
 ])
 def test_something_to_read_on_a_topic_is_a_list(question: str) -> None:
     assert fallback_decision(question, TODAY).tool == "SearchArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "I was away for a month, so can you list the Certbot posts for me?",
+    "Мне коллега рассказал про OCSP, так что найди статьи про OCSP",
+    "Ich war lange weg, also zeig mir die Beiträge über Certbot",
+])
+def test_a_request_after_an_opening_and_a_connective_is_the_request(question: str) -> None:
+    decision = fallback_decision(question, date(2026, 7, 25))
+    assert decision.tool == "SearchArticles" and decision.by_form
+
+
+@pytest.mark.parametrize(("question", "tool"), [
+    ("I need the list of YJIT releases plus a short explanation of what changed", "SearchAndAskArticles"),
+    ("Список статей про OCSP и краткое резюме, что изменилось", "SearchAndAskArticles"),
+    ("Liste der Beiträge über Certbot und eine kurze Erklärung, was neu ist", "SearchAndAskArticles"),
+    ("List posts about Bundler and explanation videos", "SearchArticles"),  # a noun of the topic, not an answer
+])
+def test_an_answer_asked_for_by_its_noun_beside_a_list_is_combined(question: str, tool: str) -> None:
+    assert fallback_decision(question, TODAY).tool == tool
