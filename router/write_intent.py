@@ -95,7 +95,7 @@ _GERMAN_INFINITIVE = _r(
     r"|entfernen|ändern|bearbeiten|aktualisieren|umbenennen|ersetzen|setzen|stellen|markieren|verschieben"
     r"|archivieren|importieren|hochladen)\s*[?!.:]*$"
 )
-CLAUSES = _r(r"(?<=[.!?;:])\s+|\s*\n\s*")
+CLAUSES = _r(r"(?<=[.!?;:])\s+|\s*\n\s*|\s+[—–]\s+")  # a dash between spaces ends a clause too
 
 
 # The commonest write imperatives, for a first word typed one letter off ("удоли статью", "delte the post").

@@ -90,3 +90,11 @@ def test_a_wish_that_the_collection_be_changed_is_a_write(question: str) -> None
 ])
 def test_a_wish_to_read_about_a_change_is_no_write(question: str) -> None:
     assert write_intent(question) is None, question
+
+
+def test_a_dash_ends_the_clause_a_write_verb_acts_in() -> None:
+    """ "Я хочу удалить сертификат — есть статьи, как это сделать?": the certificate is what would be
+    deleted; the articles are what is asked for, in the clause after the dash."""
+    assert write_intent("Я хочу удалить сертификат Let's Encrypt — есть статьи, как это сделать?") is None
+    assert write_intent("Ich will mein Zertifikat löschen – gibt es Beiträge dazu?") is None
+    assert write_intent("Удали статью про OCSP — она устарела") is not None
