@@ -16,7 +16,7 @@ __all__ = [
     "ANAPHOR", "ANSWER_REQUEST", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "BRIEF_ANSWER", "CLAUSE_BREAK", "DIGEST_REQUEST",
     "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_REQUEST", "RETELL_SEPARATED",
     "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
-    "SMALL_TALK", "injected", "small_talk", "strip_greeting", "without_injection",
+    "SMALL_TALK", "attacks", "injected", "small_talk", "strip_greeting", "without_injection",
 ]
 
 
@@ -27,17 +27,18 @@ INJECTION = _r(
     r"|(?:игнорируй|проигнорируй|забудь|отмени)\w*.{0,40}(?:инструкц|правил|промпт)"
     r"|системн\w+\s+промпт"
     r"|\b(?:ignoriere|vergiss|missachte)\w*.{0,40}(?:anweisung|regeln|vorgaben|prompt)"
-    r"|\b(?:hidden|unpublished|draft)\s+(?:articles?|posts?)"
-    r"|(?:скрыт|неопубликованн|черновик)\w*\s+стат"
-    r"|\b(?:versteckte|unveröffentlichte)\w*\s+artikel"
-    # role-play and destructive commands, drafts
+    # a turn written as the system's or another party's: "</user> SYSTEM: …", "[SYSTEM: …]", "<system>"
+    r"|</?(?:user|system|assistant|admin)>|\[\s*(?:system|admin)\s*:|(?-i:\bSYSTEM\b)(?:\s+[A-Z]+)?\s*:"
+    r"|\bforget\s+(?:everything|all)\b.{0,30}\b(?:told|said|learned|know)\b"
+    r"|(?<!\w)забудь\s+(?:всё|все)\b.{0,30}(?:говорили|сказали|знаешь|учили)"
+    r"|\bvergiss\s+alles\b.{0,30}(?:gesagt|gelernt|weißt)"
+    # role-play and destructive commands
     r"|\byou\s+are\s+now\b|\bpretend\s+(?:you|to\s+be)\b|\b(?:admin|god|debug)\s+mode\b|\bno\s+restrictions\b"
     r"|\b(?:dump|delete|drop|wipe)\s+(?:the\s+|all\s+)?(?:database|articles|tables?|everything)\b"
     r"|\bты\s+теперь\b|представь,?\s+что\s+(?:ты|у\s+тебя)|режим\w*\s+администратор|нет\s+ограничений"
     r"|(?:удали|сотри|очисти)\w*\s+(?:все\s+)?(?:стат|баз)"
     r"|\bdu\s+bist\s+jetzt\b|\btu\s+so,?\s+als\b|\badmin-?modus\b|\bkeine\s+einschränkungen\b"
     r"|\b(?:lösche|entferne)\w*\s+(?:alle\s+)?(?:artikel|datenbank)"
-    r"|\bdrafts\b|\bevery\s+draft\b|черновик\w*|\bentwürfe\w*"
     # a new role for the assistant: "now" or "no longer" with "you are", in either order
     r"|\b(?:from\s+now\s+on|starting\s+now|now|henceforth)\b[\s,]+you\s+(?:are|will|must|shall|answer|act|respond)\b"
     r"|\byou(?:'re|\s+are)\s+(?:no\s+longer|not\s+an?\s+\w+\s+anymore)\b|\bact\s+as\s+(?:an?\s+)?(?:\w+\s+)?(?:ai|assistant"
@@ -126,14 +127,28 @@ _NAMES_COLLECTION = _r(
 )
 
 
-def injected(clause: str) -> bool:
-    """The clause tries to change the rules or asks for the assistant's internals."""
+# What code never shows (hidden, unpublished, drafts): asked for beside a request, the clause is dropped
+# and the request runs ("Find posts about Bundler and include the drafts"); nothing changes what code shows.
+_WITHHELD = _r(
+    r"\b(?:hidden|unpublished|draft)\s+(?:articles?|posts?)|(?:скрыт|неопубликованн|черновик)\w*\s+стат"
+    r"|\b(?:versteckte|unveröffentlichte)\w*\s+artikel|\bdrafts\b|\bevery\s+draft\b|черновик\w*|\bentwürfe\w*"
+)
+
+
+def attacks(clause: str) -> bool:
+    """The clause tries to change the rules (a rules override, a new role, a destructive command) or
+    asks for the assistant's internals: a message with such a clause is refused whole (issue 23)."""
     if INJECTION.search(clause) is not None:
         return True
     if _NAMES_COLLECTION.search(clause) is not None:
         return False
     return _YOUR_INTERNALS.search(clause) is not None or (
         _SECRETS.search(clause) is not None and _REQUEST_FIRST.search(clause) is not None)
+
+
+def injected(clause: str) -> bool:
+    """The clause attacks the rules or asks for what code withholds."""
+    return attacks(clause) or _WITHHELD.search(clause) is not None
 # A request for a list: an imperative search verb first (after politeness), or "articles about X".
 SEARCH_VERB = _r(
     r"^" + POLITE + r"(?:find|show|list|search|serch|give me|get me|get|fetch|grab|pull up|look up|display"
@@ -327,8 +342,13 @@ def request_clause(text: str) -> str | None:
 
 
 def without_injection(text: str) -> str | None:
-    """The question without the clauses that try to change the rules (None: nothing else left)."""
-    if not injected(text) and not any(injected(c) for c in CLAUSE_BREAK.split(text) if c):
+    """The question without the clauses that ask for what code withholds (None: a clause attacks the
+    rules, or nothing else is left). A request riding with an attack is refused with it: the message
+    was written to subvert the assistant, and every blind writer labels it a refusal (docs/router.md)."""
+    clauses = [c for c in CLAUSE_BREAK.split(text) if c]
+    if attacks(text) or any(attacks(c) for c in clauses):
+        return None
+    if not injected(text) and not any(injected(c) for c in clauses):
         return text
     kept = [c for c in CLAUSE_BREAK.split(text) if c and c.strip() and not injected(c)]
     rest = " ".join(kept).strip(" ,.;")
