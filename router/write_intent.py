@@ -171,13 +171,18 @@ _RU_READ_INFINITIVE = re.compile(
     r"|поня|разобра|почита)\w*$", re.I)
 
 
+def _reads(word: str) -> bool:
+    """A verb of reading, in the Russian polite plural too ("подберите", "перечислите": the "-те" of "подбери")."""
+    return bool(_READ_VERB.match(word) or (word.casefold().endswith("те") and _READ_VERB.match(word[:-2])))
+
+
 def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
     """The clause's first word is an imperative by its form (after a modal, "можешь поправить …", a
     Russian infinitive), and no verb of reading."""
     first = words[0]
     if after_modal and _RU_INFINITIVE.match(first):
         return not _RU_READ_INFINITIVE.match(first)
-    if _READ_VERB.match(first) or _NO_VERB.match(first) or re.fullmatch(COLLECTION_NOUN, first, re.I):
+    if _reads(first) or _NO_VERB.match(first) or re.fullmatch(COLLECTION_NOUN, first, re.I):
         return False
     if _SOURCE_PREPOSITION.match(first) or _LOCATION_PREPOSITION.match(first):
         return False  # "Bitte von den frühesten Artikeln an": a clause opened by a preposition has no imperative
@@ -291,7 +296,7 @@ _TITLE = re.compile(r"[«„\"“][^»“\"”]{1,80}[»“\"”]")
 
 def _wish_to_change(clause: str) -> bool:
     text = _TITLE.sub(" «title» ", clause)
-    if QUESTION_WORD.match(text) or _READ_VERB.match(_WORD.findall(text)[0] if _WORD.search(text) else ""):
+    if QUESTION_WORD.match(text) or _reads(_WORD.findall(text)[0] if _WORD.search(text) else ""):
         return False
     for wish in _WISH.finditer(text):
         change = _CHANGE_WORD.search(text, wish.end())

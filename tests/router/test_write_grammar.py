@@ -98,3 +98,11 @@ def test_a_dash_ends_the_clause_a_write_verb_acts_in() -> None:
     assert write_intent("Я хочу удалить сертификат Let's Encrypt — есть статьи, как это сделать?") is None
     assert write_intent("Ich will mein Zertifikat löschen – gibt es Beiträge dazu?") is None
     assert write_intent("Удали статью про OCSP — она устарела") is not None
+
+
+@pytest.mark.parametrize("question", [
+    "Добрый день! Интересует YJIT — подберите статьи, пожалуйста.", "Перечислите статьи про OCSP",
+    "Сравните статьи про Bundler 2 и 3",
+])
+def test_a_polite_plural_of_a_reading_verb_is_no_write(question: str) -> None:
+    assert write_intent(question) is None, question
