@@ -344,13 +344,14 @@ def request_clause(text: str) -> str | None:
 def without_injection(text: str) -> str | None:
     """The question without the clauses that ask for what code withholds (None: a clause attacks the
     rules, or nothing else is left). A request riding with an attack is refused with it: the message
-    was written to subvert the assistant, and every blind writer labels it a refusal (docs/router.md)."""
+    was written to subvert the assistant (issue 23; the r12 writer labelled every such message a
+    refusal, docs/router.md "Round 11")."""
     clauses = [c for c in CLAUSE_BREAK.split(text) if c]
     if attacks(text) or any(attacks(c) for c in clauses):
         return None
     if not injected(text) and not any(injected(c) for c in clauses):
         return text
-    kept = [c for c in CLAUSE_BREAK.split(text) if c and c.strip() and not injected(c)]
+    kept = [c for c in clauses if c.strip() and not injected(c)]
     rest = " ".join(kept).strip(" ,.;")
     if not rest or not (SEARCH_VERB.search(rest) or ARTICLES_PHRASE.search(rest) or QUESTION_FORM.search(rest)):
         return None

@@ -295,8 +295,11 @@ _TITLE = re.compile(r"[«„\"“][^»“\"”]{1,80}[»“\"”]")
 
 
 def _wish_to_change(clause: str) -> bool:
-    text = _TITLE.sub(" «title» ", clause)
-    if QUESTION_WORD.match(text) or _reads(_WORD.findall(text)[0] if _WORD.search(text) else ""):
+    """A wish whose head precedes a verb of change, the collection that verb's subject or object."""
+    text = _TITLE.sub(" «title» ", clause)  # a quoted title is one word, whatever it says
+    spans = list(_WORD.finditer(text))
+    words = [m.group() for m in spans]
+    if not words or QUESTION_WORD.match(text) or _reads(words[0]):
         return False
     for wish in _WISH.finditer(text):
         change = _CHANGE_WORD.search(text, wish.end())
@@ -305,8 +308,6 @@ def _wish_to_change(clause: str) -> bool:
         between = text[wish.end():change.start()]
         if _WISH_TO_READ.search(between) or _EMBEDDED.search(between):
             continue
-        spans = list(_WORD.finditer(text))
-        words = [m.group() for m in spans]
         at = next(i for i, m in enumerate(spans) if m.start() >= change.start())
         predicate = any(_AUXILIARY.fullmatch(w) for w in words[max(0, at - 1):at + 2])
         for i, word in enumerate(words):
@@ -319,7 +320,7 @@ def _wish_to_change(clause: str) -> bool:
                     return True
             elif i < at:  # the subject before it: the wish's head between them, the change its predicate
                 gap = words[i + 1:at]  # ("… dass der Titel des Artikels über X geändert wird"), or next to it
-                head_between = spans[i].end() <= wish.start()
+                head_between = spans[i].end() <= wish.start()  # "Die Artikel … sollen … sichtbar sein"
                 if head_between or (len(gap) <= 8 and predicate) \
                         or (len(gap) <= 4 and not any(_TOPIC_PREPOSITION.match(w) for w in gap)):
                     return True
