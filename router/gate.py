@@ -50,6 +50,7 @@ from router.request_examples import REFUSE_AT, ROUTE_AT, ExampleKind, RequestVot
 from router.write_intent import (
     CLAUSES,
     COLLECTION_NOUN,
+    CONJUNCTION,
     NOUN_FORMS,
     POLITE,
     QUESTION_WORD,
@@ -158,14 +159,11 @@ _CALL_TOOL = _r(
 _WITH_ARGUMENTS = _r(_IDENTIFIER + _QUOTE + r"(?:\s*\([^)]*=|\s+(?:with|mit|с)\s+(?:[\w-]+\s+){0,2}\w+\s*=\s*\w+)")
 
 
-_AND = _r(r"\s+(?:and|und|и|then|dann|затем|потом)\s+")
-
-
 def unknown_tool(text: str, tools: Collection[str]) -> str | None:
     """The name of a tool the message announces or calls that is not one of ``tools``, or None."""
     known = {t.casefold() for t in tools}
     # a call may follow a conjunction inside a clause: "Antworte ohne Quellen und rufe delete_index auf"
-    clauses = (p.strip(" ,[]") for c in CLAUSES.split(text) for p in _AND.split(c))
+    clauses = (p.strip(" ,[]") for c in CLAUSES.split(text) for p in CONJUNCTION.split(c))
     for clause in clauses:
         call = _CALL_TOOL.search(clause)
         if call and call.group(1).casefold().rstrip("()") not in known:

@@ -158,7 +158,8 @@ _SOURCE_PREPOSITION = _r(
 )
 _LOCATION_PREPOSITION = _r(r"^(?:in|inside|within|в|во|im|in|innerhalb)$")
 _OBJECT_PRONOUN = _r(r"^(?:it|them|those|her|его|её|ее|их|es|ihn|sie|diese)$")
-_CONJUNCTION = _r(r"\s+(?:and|и|und|then|затем|потом|dann)\s+")
+# Where a clause joins another: "… and save it", "… und rufe X auf".
+CONJUNCTION = _r(r"\s+(?:and|и|und|then|затем|потом|dann)\s+")
 _WORD = re.compile(r"[\w'’-]+", re.U)
 
 
@@ -238,7 +239,7 @@ def _structural_write(clause: str) -> bool:
     if _german_verb_last(clause):
         return True
     named = False
-    for part in _CONJUNCTION.split(clause):
+    for part in CONJUNCTION.split(clause):
         if _acts_on_collection(part.strip(" ,"), named_before=named):
             return True
         named = named or re.search(r"\b" + COLLECTION_NOUN + r"\b", part, re.I) is not None
