@@ -6,13 +6,14 @@ Each parser looks at the tokens from one index and returns the anchor and where 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 from router.reader import _lexicon as lx
 from router.reader._calendar import months_span, shift, unit_span
-from router.reader._numbers import amount, inverted_amount, unit_at
+from router.reader._numbers import amount, count_at, inverted_amount, unit_at
 from router.reader._tokens import Token, standalone_number
 
 
@@ -294,10 +295,13 @@ def _edge(tokens: list[Token], i: int, today: date) -> Anchor | None:
     (a rolling window when no year or month follows: "the last three months")."""
     j = i + 1 if _fold(tokens, i) == "the" else i
     word = _fold(tokens, j)
-    if lx.ordinal(word) == 1:
+    nth = lx.ordinal(word)
+    if nth == 1:
         from_end = False
     elif lx.relative(word) == -1 or word.startswith("последн"):
         from_end = True
+    elif nth is not None:  # "the second week of March 2025", "die dritte Woche im Mai": the nth unit
+        return _nth_unit(tokens, i, j, nth, today)
     else:
         return None
     found = amount(tokens, j + 1)
@@ -324,6 +328,29 @@ def _edge(tokens: list[Token], i: int, today: date) -> Anchor | None:
         if days >= end - start:
             return None
         start, end = (end - days, end) if from_end else (start, start + days)
+    return Anchor(i, container.next, start, end, "edge")
+
+
+def _nth_unit(tokens: list[Token], i: int, j: int, nth: int, today: date) -> Anchor | None:
+    """The nth day, week or month counted from a year's or a month's start (weeks as days 1-7, 8-14 …,
+    as the first week is read)."""
+    single = unit_at(tokens, j + 1)
+    if single is None or single[0] not in ("day", "week", "month"):
+        return None
+    unit, k = single
+    container = _container(tokens, k, today)
+    if container is None:
+        return None
+    if unit == "month":
+        if container.kind != "year" or nth > 12:
+            return None
+        start, end = months_span(container.start.year, nth, 1)
+    else:
+        size = _EDGE_UNITS[unit]
+        start = container.start + timedelta(days=(nth - 1) * size)
+        end = start + timedelta(days=size - 1)
+        if end > container.end:
+            return None
     return Anchor(i, container.next, start, end, "edge")
 
 
@@ -417,7 +444,7 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
     j = i + 1 if _fold(tokens, i) == "the" else i
     word = _fold(tokens, j)
     if not lx.ROLLING.match(word):
-        return None
+        return _rolling_counted_first(tokens, i, today) or _previous_n(tokens, i, today)
     found = amount(tokens, j + 1)
     if found is not None:
         if found.unit in ("quarter", "half"):
@@ -436,6 +463,34 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
     if months and year_spec(tokens, k, today) is not None:
         return None  # "the last quarter of 2025", "в последнем квартале 2024 года": that year's final part
     return _window(i, k, shift(today, "month", -months) if months else shift(today, unit, -1), today)
+
+
+def _rolling_counted_first(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "за три последних месяца", "the two last weeks": the count before "last"."""
+    j = i + 1 if _fold(tokens, i) == "the" else i
+    counted = count_at(tokens, j) if j < len(tokens) else None
+    if counted is None or counted[0] < 2 or not lx.ROLLING.match(_fold(tokens, counted[1])):
+        return None
+    unit = unit_at(tokens, counted[1] + 1)
+    if unit is None or unit[0] in ("quarter", "half"):
+        return None
+    return _window(i, unit[1], shift(today, unit[0], -counted[0]), today)
+
+
+# "the previous two years", "за предыдущие три месяца", "in den vorigen zwei Wochen": with a count,
+# "previous" is the past N units (without one, "the previous year" is the calendar year before).
+_PREVIOUS = re.compile(r"^(?:previous|preceding|предыдущ\w*|прошедш\w*|vorig\w*|vorherig\w*)$")
+
+
+def _previous_n(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    j = i + 1 if _fold(tokens, i) == "the" else i
+    if not _PREVIOUS.match(_fold(tokens, j)):
+        return None
+    counted = count_at(tokens, j + 1) if j + 1 < len(tokens) else None
+    found = amount(tokens, j + 1) if counted is not None and counted[0] >= 2 else None  # not "a half-year"
+    if found is None or found.unit in ("quarter", "half"):
+        return None
+    return _window(i, found.next, shift(today, found.unit, -found.count), today)
 
 
 def duration_window(tokens: list[Token], i: int, today: date) -> Anchor | None:

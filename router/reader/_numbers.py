@@ -1,5 +1,9 @@
-"""Counts in a period: digits, numerals as words up to twelve (ru/en/de, inflected) and the
-fractions people use for periods ("полгода", "half a year", "ein halbes Jahr", "полтора года")."""
+"""Counts in a period: digits, numerals as words (ru/en/de, inflected; to ninety-nine, compounds
+included: "twenty-five", "двадцать пять", "fünfundzwanzig") and the fractions people use for
+periods ("полгода", "half a year", "ein halbes Jahr", "полтора года", "a fortnight").
+
+Why not a library: text2num reads English and German numerals but no Russian; num2words goes the
+other way (the tests use it to spell the matrix's counts, an independent computation)."""
 
 from __future__ import annotations
 
@@ -28,6 +32,26 @@ NUMBER_WORDS: dict[str, int] = {
     **_forms(11, "eleven", "одиннадцать", "одиннадцати", "elf"),
     **_forms(12, "twelve", "двенадцать", "двенадцати", "zwölf"),
 }
+_DIGIT_WORDS = {word: value for word, value in NUMBER_WORDS.items() if 1 <= value <= 9 and len(word) > 2}
+# 13-19 and the tens: (English, Russian nominative, Russian oblique, German)
+_TEENS_AND_TENS: dict[int, tuple[str, ...]] = {
+    13: ("thirteen", "тринадцать", "тринадцати", "dreizehn"), 14: ("fourteen", "четырнадцать", "четырнадцати", "vierzehn"),
+    15: ("fifteen", "пятнадцать", "пятнадцати", "fünfzehn"), 16: ("sixteen", "шестнадцать", "шестнадцати", "sechzehn"),
+    17: ("seventeen", "семнадцать", "семнадцати", "siebzehn"),
+    18: ("eighteen", "восемнадцать", "восемнадцати", "achtzehn"),
+    19: ("nineteen", "девятнадцать", "девятнадцати", "neunzehn"), 20: ("twenty", "двадцать", "двадцати", "zwanzig"),
+    30: ("thirty", "тридцать", "тридцати", "dreißig", "dreissig"), 40: ("forty", "сорок", "сорока", "vierzig"),
+    50: ("fifty", "пятьдесят", "пятидесяти", "fünfzig"), 60: ("sixty", "шестьдесят", "шестидесяти", "sechzig"),
+    70: ("seventy", "семьдесят", "семидесяти", "siebzig"), 80: ("eighty", "восемьдесят", "восьмидесяти", "achtzig"),
+    90: ("ninety", "девяносто", "девяноста", "neunzig"), 100: ("hundred", "сто", "ста", "hundert"),
+}
+for _value, _words in _TEENS_AND_TENS.items():
+    NUMBER_WORDS.update(_forms(_value, *_words))
+# German writes 21-99 as one word, the ones first: "einundzwanzig", "fünfundvierzig".
+_GERMAN_ONES = {"ein": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9}
+for _tens in range(20, 100, 10):
+    for _german_tens in _TEENS_AND_TENS[_tens][3:]:
+        NUMBER_WORDS.update({f"{one}und{_german_tens}": _tens + value for one, value in _GERMAN_ONES.items()})
 # "a" and "ein" are counts only right before a unit ("a year ago", "vor einem Monat").
 _WEAK = frozenset({"a", "an", "ein", "eine", "einen", "einem", "einer"})
 
@@ -56,19 +80,27 @@ def amount(tokens: list[Token], i: int) -> Amount | None:
         return Amount(45, "day", i, i + 2)
     if word == "anderthalb" and _unit(tokens, i + 1) == "year":
         return Amount(18, "month", i, i + 2)
+    fortnight = i + 1 if word in ("a", "one") else i  # "the past fortnight", "a fortnight ago"
+    if _fold_at(tokens, fortnight) == "fortnight":
+        return Amount(14, "day", i, fortnight + 1)
     half = _half(tokens, i)
     if half is not None:
         return half
     couple = _couple(tokens, i)
     if couple is not None:
         return couple
-    count = _count(tokens, i)
-    if count is None:
+    counted = count_at(tokens, i)
+    if counted is None:
         return None
-    unit = _unit(tokens, i + 1)
-    if unit is None or count <= 0 or tokens[i + 1].before == "-":  # "six-day certificates": an adjective
+    count, k = counted
+    unit = _unit(tokens, k)
+    if unit is None or count <= 0 or tokens[k].before == "-":  # "six-day certificates": an adjective
         return None
-    return Amount(count, unit, i, i + 2)
+    return Amount(count, unit, i, k + 1)
+
+
+def _fold_at(tokens: list[Token], i: int) -> str:
+    return tokens[i].fold if 0 <= i < len(tokens) else ""
 
 
 def _half(tokens: list[Token], i: int) -> Amount | None:
@@ -107,14 +139,21 @@ def inverted_amount(tokens: list[Token], i: int) -> Amount | None:
     return Amount(count, unit, i, i + 2)
 
 
-def _count(tokens: list[Token], i: int) -> int | None:
+def count_at(tokens: list[Token], i: int) -> tuple[int, int] | None:
+    """The count at ``i`` and the index after it: "3", "three", "twenty-five", "двадцать пять"."""
     number = standalone_number(tokens, i)
     if number is not None:
-        return number if number < 1000 else None
+        return (number, i + 1) if number < 1000 else None
     word = tokens[i].fold
     if word in _WEAK and not _unit(tokens, i + 1):
         return None
-    return NUMBER_WORDS.get(word)
+    value = NUMBER_WORDS.get(word)
+    if value is None:
+        return None
+    ones = _DIGIT_WORDS.get(_fold_at(tokens, i + 1))
+    if value in range(20, 100, 10) and ones is not None and tokens[i].after in (" ", "-"):
+        return value + ones, i + 2  # "twenty-five", "двадцать пять", "двадцати пяти"
+    return value, i + 1
 
 
 def _unit(tokens: list[Token], i: int) -> Unit | None:

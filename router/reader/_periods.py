@@ -5,6 +5,7 @@ as an input."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
@@ -86,13 +87,44 @@ def _anchor(tokens: list[Token], i: int, today: date) -> Anchor | None:
     return None
 
 
+# A comparison with a period: "older than 2015" (before it), "newer than March 2024" (after it),
+# "не раньше 2019 года" (from its start), "nicht später als 2012" (to its end). English and German
+# need "than"/"als"; Russian takes the genitive ("старше 2015 года") or "чем".
+_EARLIER_THAN = frozenset({"earlier", "older", "раньше", "ранее", "старше", "früher", "älter"})
+_LATER_THAN = frozenset({"later", "newer", "позже", "позднее", "новее", "свежее", "später", "neuer", "jünger"})
+_THAN = frozenset({"than", "als", "чем"})
+_NOT = frozenset({"no", "not", "не", "nicht"})
+_CYRILLIC = re.compile(r"[а-яё]")
+
+
+def _comparison(tokens: list[Token], i: int) -> tuple[str, int] | None:
+    """The operator a comparison at ``i`` is ("no later than" -> until) and the index after it."""
+    negated = _fold(tokens, i) in _NOT
+    k = i + 1 if negated else i
+    word = _fold(tokens, k)
+    if (word, _fold(tokens, k + 1)) == ("more", "recent"):
+        word, k = "newer", k + 1
+    if word not in _EARLIER_THAN and word not in _LATER_THAN:
+        return None
+    k += 1
+    if _fold(tokens, k) in _THAN:
+        k += 1
+    elif not _CYRILLIC.match(word):
+        return None  # "older posts", "ältere Beiträge": an English or German comparison needs its "than"
+    if word in _EARLIER_THAN:
+        return ("since" if negated else "before"), k
+    return ("until" if negated else "after"), k
+
+
 def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
     """The operator at ``i`` (one or two words) and the index after it."""
+    compared = _comparison(tokens, i)
+    if compared is not None:
+        return compared
     one, two = _fold(tokens, i), _fold(tokens, i + 1)
     pairs = {("начиная", "с"): "since", ("начиная", "со"): "since", ("starting", "from"): "since",
-             ("starting", "in"): "since", ("prior", "to"): "before", ("earlier", "than"): "before",
-             ("later", "than"): "after", ("up", "to"): "until", ("bis", "zum"): "until", ("bis", "zur"): "until",
-             ("не", "позже"): "until", ("не", "позднее"): "until", ("в", "течение"): "in"}
+             ("starting", "in"): "since", ("prior", "to"): "before", ("up", "to"): "until",
+             ("bis", "zum"): "until", ("bis", "zur"): "until", ("в", "течение"): "in"}
     if (one, two) in pairs:
         mode, end = pairs[(one, two)], i + 2
     else:
@@ -109,7 +141,7 @@ def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
     return mode, end
 
 
-_INCLUDING = frozenset({"including", "inclusive", "einschließlich", "einschliesslich", "inklusive"})
+_INCLUDING = frozenset({"including", "inclusive", "einschließlich", "einschliesslich", "inklusive", "включительно"})
 
 
 def _join(tokens: list[Token], after_index: int) -> int | None:
@@ -125,6 +157,20 @@ def _join(tokens: list[Token], after_index: int) -> int | None:
     return None
 
 
+# The end of a range that is today: "from 2020 to now", "2019 to date", "с 2020 года по настоящее время",
+# "von 2020 bis jetzt" (only as a range's second end: "now" alone is no period).
+_NOW = {("now",): 1, ("date",): 1, ("present",): 1, ("the", "present"): 2, ("this", "day"): 2, ("сейчас",): 1,
+        ("настоящее", "время"): 2, ("настоящего", "времени"): 2, ("наши", "дни"): 2, ("сей", "день"): 2, ("jetzt",): 1,
+        ("dato",): 1, ("heutigen", "tag"): 2}
+
+
+def _now(tokens: list[Token], j: int, today: date) -> Anchor | None:
+    for words, length in _NOW.items():
+        if tuple(_fold(tokens, j + k) for k in range(length)) == words:
+            return Anchor(j, j + length, today, today, "day")
+    return None
+
+
 def _range(tokens: list[Token], i: int, first: int, today: date) -> PhraseRead | None:
     """The rest of a range from token ``i`` (its first end), the range's opening word at ``first``."""
     a = _anchor(tokens, i, today)
@@ -136,6 +182,8 @@ def _range(tokens: list[Token], i: int, first: int, today: date) -> PhraseRead |
     if j is None:
         return None
     b = _anchor(tokens, j, today)
+    if b is None and a is not None and (now := _now(tokens, j, today)) is not None:
+        return PhraseRead(first, now.next, a.start, today, a, "range", now) if a.start <= today else None
     if b is None:
         return None
     a = _compose(a, day, b, tokens, i)
@@ -168,6 +216,9 @@ def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> PhraseRead | No
     if j is None or _fold(tokens, a.next) in ("and", "и", "und"):
         return None  # "2020 and 2022" is two years, not a range
     b = _anchor(tokens, j, today)
+    now = _now(tokens, j, today) if b is None and a.year_given else None
+    if now is not None and a.start <= today:  # "2020 to now"
+        return PhraseRead(a.first, now.next, a.start, today, a, "range", now)
     if b is None or b.kind != a.kind.replace("bare-", "") and not (a.kind, b.kind) == ("bare-month", "month"):
         return None
     fitted = _compose(a, None, b, tokens, a.first)
@@ -234,6 +285,9 @@ def _period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
         a = Anchor(a.first, a.next, a.start, a.end, a.kind[5:], a.year_given, a.refit)
     if mode == "in":
         return _ranged_tail(tokens, a, today) or _open_ended(tokens, _apply("in", i, a))
+    if mode in ("before", "until") and _fold(tokens, a.next) in _INCLUDING:
+        # "до марта 2020 года включительно", "bis März 2020 einschließlich": its end is in the period
+        return replace(_apply("until", i, a), next=a.next + 1)
     return _apply(mode, i, a)
 
 

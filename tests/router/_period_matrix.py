@@ -407,9 +407,130 @@ def winters(lang: str) -> Iterator[Case]:
         yield Case(pair, TODAYS[0], date(year - 1, 12, 1), last_day(year, 2))
 
 
+# Counts past twelve, spelled by num2words (an independent speller): "the past twenty-five days",
+# "за последние сорок пять дней", "vor dreizehn Wochen". Russian agreement: 21, 31 … take the singular,
+# 22-24 … the genitive singular, the rest (11-19 included) the genitive plural.
+LARGE_COUNTS = (13, 14, 15, 18, 20, 21, 24, 25, 30, 31, 45, 60, 90)
+
+
+def _ru_agree(n: int, unit: str) -> str:
+    forms = RU_UNIT[unit]
+    if n % 10 == 1 and n % 100 != 11:
+        return forms[0]
+    return forms[1] if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14 else forms[2]
+
+
+def large_counts(lang: str) -> Iterator[Case]:
+    from num2words import num2words
+
+    for today in TODAYS:
+        for unit in ("day", "week", "month"):
+            for n in LARGE_COUNTS:
+                word = num2words(n, lang=lang)
+                if lang == "ru" and unit == "week":  # feminine: "двадцать одну неделю", "двадцать две недели"
+                    *tens, ones = word.split()
+                    word = " ".join([*tens, {"один": "одну", "два": "две"}.get(ones, ones)])
+                rolling_phrase, ago_phrase = {
+                    "en": (f"the past {word} {unit}s", f"{word} {unit}s ago"),
+                    "ru": (f"за последние {word} {_ru_agree(n, unit)}", f"{word} {_ru_agree(n, unit)} назад"),
+                    "de": (f"in den letzten {word} {DE_UNIT_DAT[unit][1]}", f"vor {word} {DE_UNIT_DAT[unit][1]}"),
+                }[lang]
+                yield Case(rolling_phrase, today, back(today, unit, n), today)
+                yield Case(ago_phrase, today, *span(unit, back(today, unit, n)))
+
+
+def comparisons(lang: str) -> Iterator[Case]:
+    """ "older than 2019" (before it), "newer than March 2023" (after it), "no later than 2012" (to its end)."""
+    forms = {
+        "en": [("older than {p}", "before"), ("earlier than {p}", "before"), ("newer than {p}", "after"),
+               ("later than {p}", "after"), ("more recent than {p}", "after"), ("no later than {p}", "until"),
+               ("no earlier than {p}", "since"), ("not earlier than {p}", "since")],
+        "ru": [("старше {p}", "before"), ("раньше {p}", "before"), ("новее {p}", "after"), ("позже {p}", "after"),
+               ("позднее {p}", "after"), ("не позднее {p}", "until"), ("не раньше {p}", "since"),
+               ("не ранее {p}", "since")],
+        "de": [("älter als {p}", "before"), ("früher als {p}", "before"), ("neuer als {p}", "after"),
+               ("später als {p}", "after"), ("jünger als {p}", "after"), ("nicht später als {p}", "until"),
+               ("nicht früher als {p}", "since")],
+    }[lang]
+    periods = [(2019, None), (2012, None), (2023, 3), (2021, 10)]
+    for template, operator in forms:
+        for year, month in periods:
+            if month is None:
+                named = {"en": str(year), "ru": f"{year} года", "de": str(year)}[lang]
+                start, end = date(year, 1, 1), date(year, 12, 31)
+            else:
+                named = {"en": f"{EN_MONTHS[month - 1]} {year}", "ru": f"{RU_MONTHS_GEN[month - 1]} {year} года",
+                         "de": f"{DE_MONTHS[month - 1]} {year}"}[lang]
+                start, end = date(year, month, 1), last_day(year, month)
+            yield Case(template.format(p=named), TODAYS[0], *_apply(operator, start, end, TODAYS[0]))
+
+
+def counted_windows(lang: str) -> Iterator[Case]:
+    """ "за три последних месяца" (the count first), "the previous two years" (a count makes "previous"
+    a window to today), "до марта 2020 года включительно" (an inclusive end after its period)."""
+    today = TODAYS[0]
+    for n in (2, 3, 5):
+        for unit in ("week", "month", "year"):
+            if lang == "en":
+                phrases = [f"the previous {EN_NUM[n - 1]} {unit}s", f"the preceding {n} {unit}s"]
+            elif lang == "ru":
+                words = RU_NUM_F if unit == "week" else RU_NUM_M
+                phrases = [f"за {words[n - 1]} последних {ru_count(n, unit) if n > 4 else RU_UNIT[unit][1]}",
+                           f"за предыдущие {words[n - 1]} {ru_count(n, unit)}"]
+            else:
+                phrases = [f"in den vorigen {DE_NUM[n - 1]} {DE_UNIT_DAT[unit][1]}",
+                           f"in den vergangenen {n} {DE_UNIT_DAT[unit][1]}"]
+            for phrase in phrases:
+                yield Case(phrase, today, back(today, unit, n), today)
+    inclusive = {"en": "until March {y} inclusive", "ru": "до марта {y} года включительно",
+                 "de": "bis März {y} einschließlich"}[lang]
+    for year in YEARS:
+        yield Case(inclusive.format(y=year), today, None, last_day(year, 3))
+
+
+def nth_units(lang: str) -> Iterator[Case]:
+    """ "the second week of March 2025" (days 8-14, as the first week is days 1-7), "the third month of
+    2024" (March)."""
+    en_ord = ["second", "third", "fourth"]
+    ru_week = ["вторую неделю", "третью неделю", "четвёртую неделю"]
+    de_week = ["zweiten Woche", "dritten Woche", "vierten Woche"]
+    ru_month = ["второй месяц", "третий месяц", "четвёртый месяц"]
+    de_month = ["zweiten Monat", "dritten Monat", "vierten Monat"]
+    for year in YEARS:
+        for k, n in enumerate((2, 3, 4)):
+            for m in (2, 5, 11):
+                start = date(year, m, 1) + timedelta(days=7 * (n - 1))
+                phrase = {"en": f"the {en_ord[k]} week of {EN_MONTHS[m - 1]} {year}",
+                          "ru": f"за {ru_week[k]} {RU_MONTHS_GEN[m - 1]} {year} года",
+                          "de": f"in der {de_week[k]} im {DE_MONTHS[m - 1]} {year}"}[lang]
+                yield Case(phrase, TODAYS[0], start, start + timedelta(days=6))
+            phrase = {"en": f"the {en_ord[k]} month of {year}", "ru": f"за {ru_month[k]} {year} года",
+                      "de": f"im {de_month[k]} des Jahres {year}"}[lang]
+            yield Case(phrase, TODAYS[0], date(year, n, 1), last_day(year, n))
+
+
+def ranges_to_now(lang: str) -> Iterator[Case]:
+    """ "from 2020 to now", "с марта 2024 года по настоящее время", "von 2020 bis jetzt": to today."""
+    forms = {
+        "en": ["from {a} to now", "from {a} to date", "from {a} until the present", "between {a} and now",
+               "{a} to now"],
+        "ru": ["с {a} по настоящее время", "с {a} по сей день", "с {a} по наши дни", "с {a} до настоящего времени"],
+        "de": ["von {a} bis jetzt", "von {a} bis dato", "zwischen {a} und jetzt", "seit {a} bis heute"],
+    }[lang]
+    for today in TODAYS:
+        for year, month in ((2020, None), (2024, 3), (2015, None)):
+            if month is None:
+                named = {"en": str(year), "ru": f"{year} года", "de": str(year)}[lang]
+            else:
+                named = {"en": f"{EN_MONTHS[month - 1]} {year}", "ru": f"{RU_MONTHS_GEN[month - 1]} {year} года",
+                         "de": f"{DE_MONTHS[month - 1]} {year}"}[lang]
+            for template in forms:
+                yield Case(template.format(a=named), today, date(year, month or 1, 1), today)
+
+
 GENERATORS = (years, year_ranges, months, month_of_relative_year, ago, rolling, relative_units, seasons,
               quarters_and_halves, ordinal_parts, decades, day_ranges, month_ranges, fractions, edges,
-              month_years_ago, winters)
+              month_years_ago, winters, large_counts, comparisons, counted_windows, ranges_to_now, nth_units)
 
 
 def cases(lang: str) -> list[Case]:
