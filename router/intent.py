@@ -167,7 +167,11 @@ LISTING_QUESTION = _r(
     # whether the collection holds something: an existence question whose object is the articles or
     # "anything" ("Is there anything on OCSP from 2020?", "Есть ли в русских новостях что-нибудь про X?",
     # "есть чо про X?", "Gibt's Artikel über X seit März?"); not "Is there a way to …", "Есть ли смысл …"
-    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:есть(?:\s+ли)?|is\s+there|are\s+there|gibt\s+es|gibt'?s)\s+"
+    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:есть(?:\s+ли)?|is\s+there|are\s+there|gibt\s+es|gibt'?s"
+    # or whether the assistant has it: "Do you have anything on X?", "Habt ihr was zu X?", "Имеются ли …"
+    r"|(?:do|does)\s+(?:you|the\s+\w+)\s+(?:have|hold|contain)|have\s+you\s+got|(?:you\s+)?got"
+    r"|habt\s+ihr|hast\s+du|haben\s+sie|findet\s+sich|finden\s+sich"
+    r"|имее?т?ся(?:\s+ли)?|имеются(?:\s+ли)?|найд[её]тся(?:\s+ли)?)\s+"
     r"(?:[\w-]+\s+){0,5}?(?:anything|something|any\s+(?:articles?|posts?|news)|что-нибудь|что-то|что-либо|чо|чего"
     r"|etwas|was|irgendwas|irgendwelche|стат\w+|пост\w*|новост\w+|публикаци\w+|материал\w*|artikel\w*"
     r"|beitr[aä]g\w*|meldung\w*|articles?|posts?|news)(?!\w)"
@@ -187,7 +191,7 @@ LISTING_QUESTION = _r(
     r"|^(?:есть\s+(?:ли\s+)?)?(?:что-нибудь|что-то|что-либо)\s+(?:новое\s+)?(?:про|о|об|по)\b"
     r"|\bany\s+(?:new\s+)?(?:articles|posts|news)\s*\?\s*$"
     # "has anything been written here about X?", "whatever was posted about X"
-    r"|^(?:has|have)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
+    r"|^(?:has|have|is|was)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
     # something to read on a topic is a list of the articles: "anything to read on X?", "есть чё почитать
     # про X?", "gibt's was zu lesen über X?"
     r"|\b(?:anything|something|stuff)\s+(?:good\s+|new\s+|interesting\s+)?to\s+read\b"
@@ -266,7 +270,9 @@ ASK_VERB = _r(
     r"|erkläre?|erklär|fasse?|vergleiche|beschreibe|schildere)\b"
 )
 # German retelling verbs with their particle at the clause's end: "Gib … wieder", "Erzähl mir … nach, was …".
-RETELL_SEPARATED = _r(r"^" + POLITE + r"(?:gib|erzähle?)\b[^.?!]*?\s(?:wieder|nach)(?=\s*(?:[,.!?]|$))")
+RETELL_SEPARATED = _r(  # a version's dot ("Ruby 1.8") ends no clause
+    r"^" + POLITE + r"(?:gib|erzähle?)\b(?:[^.?!]|(?<=\d)\.(?=\d))*?\s(?:wieder|nach)(?=\s*(?:[,.!?]|$))"
+)
 ARTICLES_PHRASE = _r(
     r"\b(?:articles?|posts?|news|entry|entries)\s+(?:about|on|from|in|regarding)\b"
     r"|\b(?:стат(?:ья|ьи|ей|ьях|ью|ье)|пост(?:ы|ов|а|е)?|публикаци\w*|новост\w*)\s+(?:о|об|про|на|за|по)\b"

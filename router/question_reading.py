@@ -40,6 +40,7 @@ _STOPWORDS = frozenset(
     был была было были будет war waren gab what
     можешь можете что это этом этого писали писалось kannst mir raussuchen heraussuchen mal raus heraus
     erschienen erschienenen erschienene вышедшие вышедших опубликованные опубликованных veröffentlichten veröffentlichte
+    got hast habt haben findet sich имеются имеется найдется найдётся у вас тебя
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic

@@ -68,6 +68,9 @@ _NOUN_AFTER = _r(r"^(?:[- ]language|sprachig\w*)?\s+(?:\w+\s+)?" + _COLLECTION +
 _NOUN_AFTER_PHRASE = _r(r"^\s+(?:[\w-]+(?:ene|enen|ten|tes|nen|ные|ных|шие|ших)\s+)?" + _COLLECTION + r"\b")
 _NOUN_BEFORE = _r(r"\b" + _COLLECTION + r"\b[^.?!]{0,60}$")
 _PLEASE_END = _r(r"^\s*,?\s*please\s*[.!]?\s*$")
+# A phrase that heads the message before a colon or a dash says how to answer what follows.
+_LEAD_PLEASE = _r(r"^\W*(?:(?:please|bitte|пожалуйста)\W*)?$")
+_LEAD_COLON = _r(r"^(?:\s*(?:языке|sprache|language))?\s*,?\s*(?:please|bitte|пожалуйста)?\s*[:—–]")
 _END = _r(r"^(?:\s*(?:языке|sprache))?\s*(?:,?\s*(?:please|bitte|пожалуйста))?\s*[.!?]*\s*$")
 
 
@@ -116,6 +119,9 @@ def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
         return True
     if _PLEASE_END.match(text[mention.end:]):  # "…, in English, please": how to answer
         return True
+    if _LEAD_PLEASE.match(before) and _LEAD_COLON.match(text[mention.end:]) \
+            and not _COLLECTION_NOUN.search(text[mention.end:]):  # "Bitte auf Englisch: wie …?", no articles named
+        return True
     return bool(_ANSWER_VERB_AFTER.match(text[mention.end:]))
 
 
@@ -130,7 +136,7 @@ def language_cues(question: str) -> LanguageCues:
     beside = None if answer_mentions else _answer_beside_articles(question, articles)
     if beside is not None:
         answer_mentions, articles = [beside], [m for m in articles if m is not beside]
-    cut = [(m.phrase_start, m.end) for m in mentions]
+    cut = _cue_spans(question, mentions)
     everything = _ALL_LANGUAGES.search(question)
     if everything is not None:
         cut.append(everything.span())
@@ -144,6 +150,24 @@ def language_cues(question: str) -> LanguageCues:
         return LanguageCues(None, True, answer or (phrases[-1].language if phrases else None), rest)
     proven = tuple(dict.fromkeys(m.language for m in articles if _on_collection(question, m)))
     return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several, proven)
+
+
+# What a language cue takes with it out of the topic: its noun ("in russischer Sprache", "на немецком
+# языке") and the joiner of a list of them ("in English and German", "на английском и немецком").
+_LANGUAGE_NOUN_AFTER = _r(r"^\s+(?:язык(?:е|ах|ам|и|ов)?|sprachen?|languages?|versions?|versionen)(?![\w-])")
+_LIST_JOIN = _r(r"^\s*(?:,|and|or|und|oder|и|или|&|/)?\s*(?:(?:the|den|die|der|dem)\s+)?$")
+
+
+def _cue_spans(text: str, mentions: list[_Mention]) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for k, mention in enumerate(mentions):
+        noun = _LANGUAGE_NOUN_AFTER.match(text[mention.end:])
+        end = mention.end + (noun.end() if noun else 0)
+        spans.append((mention.phrase_start, end))
+        if k + 1 < len(mentions) and end <= mentions[k + 1].phrase_start \
+                and _LIST_JOIN.match(text[end:mentions[k + 1].phrase_start]):
+            spans.append((end, mentions[k + 1].phrase_start))
+    return spans
 
 
 _WORD = re.compile(r"[^\W\d_]{5,}", re.UNICODE)

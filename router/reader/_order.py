@@ -17,8 +17,10 @@ _NEW = r"(?:new\w*|late\w*|recent\w*|нов\w*|свеж\w*|поздн\w*|neu\w*|
 _DIRECTION = _r(
     r"\b(?:from\s+(?:the\s+)?|от\s+|von\s+)?(?P<a>" + _OLD + "|" + _NEW + r")\s+(?:to|до|к|nach|bis|zu|zum)\s+"
     r"(?:the\s+)?(?P<b>" + _OLD + "|" + _NEW + r")\b"
-    r"|\b(?P<c>" + _OLD + "|" + _NEW + r")\s+(?:first|zuerst|сначала|вперед|вперёд)\b"
-    r"|\b(?:сначала|zuerst)\s+(?P<d>" + _OLD + "|" + _NEW + r")"
+    r"|\b(?P<c>" + _OLD + "|" + _NEW + r")\s+(?:first|zuerst|сначала|вперед|вперёд|on\s+top|at\s+the\s+top"
+    r"|oben|сверху|вверху)(?!\w)"
+    r"|\b(?:сначала|zuerst)\s+(?:сам\w+\s+)?(?P<d>" + _OLD + "|" + _NEW + r")"
+    r"|\bfrom\s+(?P<h>first)\s+to\s+last\b|(?<!\w)от\s+(?P<i>перв)\w*\s+(?:до|к)\s+последн\w*"
     # where to start: "start with the oldest", "начни со старых", "fang mit den ältesten an"
     r"|\b(?:start|begin)\w*\s+(?:with|from|at)\s+(?:the\s+)?(?:very\s+)?(?P<e>" + _OLD + "|" + _NEW + r")"
     r"|(?<!\w)начн\w*\s+(?:со|с|от)\s+(?:сам\w+\s+)?(?P<f>" + _OLD + "|" + _NEW + r")"
@@ -32,7 +34,8 @@ _REVERSE = _r(
 _CHRONOLOGICAL = _r(
     r"\b(?:in\s+)?chronological(?:ly)?(?:\s+order)?\b|\b(?:in\s+)?date\s+order\b|\bby\s+date,?\s+ascending\b"
     r"|\bascending\b|\bchronologisch\w*(?:\s+(?:sortiert|geordnet|reihenfolge))?|\bzeitlich\s+aufsteigend\b"
-    r"|\baufsteigend\w*|(?:в\s+)?хронологическ\w*(?:\s+порядк\w*)?|по\s+возрастанию(?:\s+дат\w*)?"
+    r"|\baufsteigend\w*(?:\s+(?:nach\s+(?:dem\s+)?datum\s+)?(?:sortiert|geordnet))?"
+    r"|(?:в\s+)?хронологическ\w*(?:\s+порядк\w*)?|по\s+возрастанию(?:\s+дат\w*)?"
     r"|\bnach\s+datum\s+aufsteigend\b"
 )
 # The order of publication, read as a phrase: an order noun with a publication word near it ("in the
@@ -73,8 +76,8 @@ class OrderReading:
 def read_order(text: str) -> OrderReading:
     direction = _DIRECTION.search(text)
     if direction is not None:
-        word = next(w for name in ("a", "c", "d", "e", "f", "g") if (w := direction.group(name)))
-        sort = "oldest" if re.fullmatch(_OLD, word, re.IGNORECASE) else "newest"
+        word = next(w for name in ("a", "c", "d", "e", "f", "g", "h", "i") if (w := direction.group(name)))
+        sort = "oldest" if re.fullmatch(_OLD + "|first|перв", word, re.IGNORECASE) else "newest"
         return OrderReading(sort, (direction.span(),))
     for pattern, sort in ((_REVERSE, "newest"), (_CHRONOLOGICAL, "oldest"), (_PUBLICATION_ORDER, "oldest")):
         found = [m.span() for m in pattern.finditer(text)]

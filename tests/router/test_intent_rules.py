@@ -134,6 +134,7 @@ def test_a_list_of_the_articles_is_a_search_not_a_write(question: str, topic: st
 @pytest.mark.parametrize("question", [
     "Retell the German post about YJIT in English", "Paraphrase the article on Bundler 2 for me",
     "Gib mir den Beitrag über Certbot bitte kurz wieder", "Erzähl mir kurz nach, was im Artikel über YJIT steht",
+    "Gib mir die Meldung zum Ende von Ruby 1.8 wieder",  # a version's dot ends no clause
 ])
 def test_a_retelling_of_an_article_is_an_answer_over_it(question: str) -> None:
     assert write_intent(question) is None, question
@@ -168,6 +169,11 @@ def test_a_note_is_an_article_to_write_intent(question: str) -> None:
     "Is there anything on OCSP stapling from 2020?", "Are there any posts about Bundler 2 since March?",
     "Есть ли в немецких новостях что-нибудь о YJIT?", "а есть чо по RubyGems за прошлый год?",
     "Gibt's Beiträge zu Certbot aus dem letzten Quartal?", "Gibt es irgendwas über Ractor im Jahr 2021?",
+    # having rather than being there (phrasings written for this test)
+    "Do you have anything about Bundler 2?", "Do you have any articles on OCSP stapling?", "Got anything on YJIT?",
+    "Have you got any posts about Ractor?", "Имеются ли материалы о Certbot?", "Найдётся что-нибудь про YJIT?",
+    "Habt ihr was zu YJIT?", "Haben Sie Artikel über Bundler?", "Findet sich etwas über Certbot?",
+    "Is anything written on Ractor here?",
 ])
 def test_a_question_whether_the_collection_holds_something_is_a_search(question: str) -> None:
     assert fallback_decision(question, TODAY).tool == "SearchArticles", question

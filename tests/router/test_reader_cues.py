@@ -375,3 +375,47 @@ def test_a_season_in_a_name_is_no_period(question: str, kept: str) -> None:
 def test_an_interrogative_is_no_topic_so_the_earlier_clause_gives_it(question: str) -> None:
     decision = fallback_decision(question, TODAY)
     assert decision.tool == "SearchArticles" and "Sunlight" in decision.arguments["text"].split()
+
+
+@pytest.mark.parametrize(("question", "languages"), [
+    ("Gibt es was zu YJIT in russischer Sprache?", "ru"),
+    ("Покажи статьи про Certbot на английском и немецком языках", ["de", "en"]),
+    ("Find articles about OCSP in English or German", ["de", "en"]),
+    ("Artikel über YJIT auf Deutsch und Englisch", ["de", "en"]),
+    ("Найди статьи про YJIT на немецком языке", "de"),
+])
+def test_a_language_cue_takes_its_noun_and_its_list_joiner_out_of_the_topic(
+    question: str, languages: str | list[str],
+) -> None:
+    # "YJIT Sprache" or "OCSP or" would be searched as words every article must hold
+    decision = fallback_decision(question, TODAY)
+    assert decision.arguments["language"] == languages
+    assert decision.arguments["text"] in ("YJIT", "Certbot", "OCSP"), decision.arguments
+
+
+@pytest.mark.parametrize(("question", "sort"), [
+    ("List the Ruby release posts, oldest on top", "oldest"), ("Статьи про Bundler, старые сверху", "oldest"),
+    ("Beiträge zu Bundler, die ältesten oben", "oldest"), ("Статьи про Bundler, сначала самые старые", "oldest"),
+    ("Beiträge zu Bundler aufsteigend nach Datum sortiert", "oldest"), ("Show Bundler posts from first to last", "oldest"),
+    ("Статьи про Bundler от первых до последних", "oldest"),
+])
+def test_an_order_cue_takes_its_place_words_out_of_the_topic(question: str, sort: str) -> None:
+    # "on top", "сначала", "nach Datum sortiert", "last" would be searched as words every article must hold
+    decision = fallback_decision(question, TODAY)
+    assert decision.arguments.get("sort") == sort
+    assert decision.arguments["text"] in ("Ruby release", "Bundler"), decision.arguments
+
+
+@pytest.mark.parametrize(("question", "articles", "answer"), [
+    ("Bitte auf Englisch: wie funktioniert OCSP?", "de", "en"),
+    ("По-английски, пожалуйста: что такое YJIT?", "ru", "en"),
+    ("Auf Russisch bitte – was ist YJIT?", "de", "ru"),
+    # the articles are named after the colon: the phrase is theirs
+    ("На немецком: какие статьи есть про YJIT?", "de", None),
+    ("In German: find articles about YJIT", "de", None),
+])
+def test_a_language_phrase_heading_the_message_before_a_colon_says_how_to_answer(
+    question: str, articles: str, answer: str | None,
+) -> None:
+    reading = read_question(question, TODAY)
+    assert (reading.language, reading.answer_asked) == (articles, answer)
