@@ -95,6 +95,7 @@ _LATER_THAN = frozenset({"later", "newer", "позже", "позднее", "но
 _THAN = frozenset({"than", "als", "чем"})
 _NOT = frozenset({"no", "not", "не", "nicht"})
 _CYRILLIC = re.compile(r"[а-яё]")
+_END_WORDS = frozenset({"end", "конца", "конец", "ende"})
 
 
 def _comparison(tokens: list[Token], i: int) -> tuple[str, int] | None:
@@ -285,6 +286,8 @@ def _period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
         a = Anchor(a.first, a.next, a.start, a.end, a.kind[5:], a.year_given, a.refit)
     if mode == "in":
         return _ranged_tail(tokens, a, today) or _open_ended(tokens, _apply("in", i, a))
+    if mode == "before" and a.kind == "part" and _fold(tokens, a.first) in _END_WORDS:
+        return _apply("until", i, a)  # "до конца 2019 года", "before the end of 2019": to the year's end
     if mode in ("before", "until") and _fold(tokens, a.next) in _INCLUDING:
         # "до марта 2020 года включительно", "bis März 2020 einschließlich": its end is in the period
         return replace(_apply("until", i, a), next=a.next + 1)

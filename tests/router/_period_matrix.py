@@ -484,8 +484,10 @@ def counted_windows(lang: str) -> Iterator[Case]:
                 yield Case(phrase, today, back(today, unit, n), today)
     inclusive = {"en": "until March {y} inclusive", "ru": "до марта {y} года включительно",
                  "de": "bis März {y} einschließlich"}[lang]
+    to_the_end = {"en": "before the end of {y}", "ru": "до конца {y} года", "de": "vor Ende {y}"}[lang]
     for year in YEARS:
         yield Case(inclusive.format(y=year), today, None, last_day(year, 3))
+        yield Case(to_the_end.format(y=year), today, None, date(year, 12, 31))
 
 
 def nth_units(lang: str) -> Iterator[Case]:
