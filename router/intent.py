@@ -238,6 +238,7 @@ ANSWER_REQUEST = _r(
 EXPLAIN_REQUEST = _r(
     r"^" + POLITE + r"(?:"
     r"help\s+(?:me|us)\s+(?:to\s+)?(?:understand|figure\s+out|make\s+sense\s+of|get\s+my\s+head\s+around)"
+    r"|walk\s+(?:me|us)\s+through"
     r"|помоги\w*\s+(?:мне\s+|нам\s+)?(?:разобраться|понять|въехать)"
     r"|hilf\s+(?:mir|uns)\s+(?:\w+\s+){0,2}?(?:zu\s+)?verstehen"
     r"|(?:translate|explain|put)\s+(?:\w+\s+){0,3}?(?:into|in)\s+(?:plain|simple|human|layman'?s?|everyday)\b"

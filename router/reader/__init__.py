@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from router.reader._calendar import shift, unit_span
-from router.reader._languages import LanguageCues, language_cues
+from router.reader._languages import COLLECTION_NOUN, LanguageCues, language_cues
 from router.reader._numbers import NUMBER_WORD_ALTERNATION, NUMBER_WORDS, number_value
 from router.reader._order import OrderReading, read_order
 from router.reader._patterns import cut_match, words_pattern
@@ -46,6 +46,7 @@ from router.reader._vocabulary import (
 )
 
 __all__ = [
+    "COLLECTION_NOUN",
     "NUMBER_WORD_ALTERNATION",
     "cut_match",
     "number_value",

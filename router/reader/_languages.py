@@ -115,12 +115,12 @@ def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
     if any(_ANSWER_VERB.fullmatch(w) for w in words):
         return True
     form = next((i for i, w in enumerate(words) if _ANSWER_FORM.fullmatch(w)), None)
-    if form is not None and not any(_COLLECTION_NOUN.fullmatch(w) for w in words[form:]):
+    if form is not None and not any(COLLECTION_NOUN.fullmatch(w) for w in words[form:]):
         return True
     if _PLEASE_END.match(text[mention.end:]):  # "…, in English, please": how to answer
         return True
     if _LEAD_PLEASE.match(before) and _LEAD_COLON.match(text[mention.end:]) \
-            and not _COLLECTION_NOUN.search(text[mention.end:]):  # "Bitte auf Englisch: wie …?", no articles named
+            and not COLLECTION_NOUN.search(text[mention.end:]):  # "Bitte auf Englisch: wie …?", no articles named
         return True
     return bool(_ANSWER_VERB_AFTER.match(text[mention.end:]))
 
@@ -197,7 +197,7 @@ def _on_collection(text: str, mention: _Mention) -> bool:
     return _NOUN_AFTER.match(text[mention.end:]) is not None
 
 
-_COLLECTION_NOUN = _r(r"(?<![\w-])" + _COLLECTION + r"(?![\w-])")
+COLLECTION_NOUN = _r(r"(?<![\w-])" + _COLLECTION + r"(?![\w-])")
 
 
 def _answer_beside_articles(text: str, articles: list[_Mention]) -> _Mention | None:
@@ -213,7 +213,7 @@ def _answer_beside_articles(text: str, articles: list[_Mention]) -> _Mention | N
         return None
     phrase = phrases[0]
     if phrase.start > adjectives[0].end \
-            and len(_COLLECTION_NOUN.findall(text[adjectives[0].end:phrase.phrase_start])) > 1:
+            and len(COLLECTION_NOUN.findall(text[adjectives[0].end:phrase.phrase_start])) > 1:
         return None
     return phrase
 
