@@ -176,7 +176,7 @@ LISTING_QUESTION = _r(
     r"|etwas|was|irgendwas|irgendwelche|стат\w+|пост\w*|новост\w+|публикаци\w+|материал\w*|artikel\w*"
     r"|beitr[aä]g\w*|meldung\w*|articles?|posts?|news)(?!\w)"
     r"|^(?:what|which)\s+(?:was|were|got|has been|have been)\s+(?:published|posted|released|written)\b"
-    r"|^(?:any|are there|is there)\s+(?:new\s+)?(?:articles|posts|news)\b"
+    r"|^(?:any|are there|is there)\s+(?:[\w'.+#-]+\s+){0,3}?(?:articles|posts|news)\b"
     r"|^(?:что|какие\s+статьи)\s+(?:вышл\w*|опубликова\w*|выходил\w*|публиковал\w*)"
     r"|^есть\s+ли\s+(?:статьи|посты|новости|публикации)"
     r"|^(?:was|welche\s+artikel)\s+(?:wurde|wurden|ist|sind)\s+[^?.!]{0,60}?(?:veröffentlicht|erschienen)"

@@ -325,3 +325,20 @@ def test_a_noun_phrase_naming_the_articles_is_a_list_whatever_a_small_model_pick
 def test_a_message_of_no_form_the_rules_read_is_left_to_the_model(question: str) -> None:
     # a clause with a verb and no articles named: the model's choice stands (it answered these right)
     assert fallback_decision(question, TODAY).form_tool is None
+
+
+@pytest.mark.parametrize("question", [
+    "Welche Beiträge über Certbot sind 2025 erschienen? Fass sie auf Englisch zusammen.",
+    "Which posts covered YJIT last year? Summarize them.",
+    "Какие статьи про Bundler вышли в прошлом году? Перескажи их.",
+])
+def test_a_listing_question_followed_by_a_request_to_answer_is_combined(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "SearchAndAskArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "Any Let's Encrypt posts from 2021 about root certificates?", "any Ruby news between March 10 and March 31, 2014?",
+    "Any YJIT release posts?",
+])
+def test_any_with_the_articles_a_few_words_later_is_an_existence_question(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "SearchArticles", question
