@@ -27,6 +27,7 @@ from router.intent import (
     BRIEF_ANSWER,
     DIGEST_REQUEST,
     EXPLAIN_REQUEST,
+    LIST_ONLY,
     LIST_REQUEST,
     LISTING_QUESTION,
     META,
@@ -95,6 +96,8 @@ def fallback_decision(
         own = keywords(later, drop=INTERROGATIVES) or ""
         names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
+    if LIST_ONLY.search(rest) and not SEARCH_VERB.search(rest):
+        return search("a message that asks for the list only")
     produced = _produced(rest)
     if produced is not None:  # a list, a digest or a retelling of the articles, its topic after it
         tool, topic, reason = produced

@@ -14,7 +14,7 @@ from router.reader import words_pattern as _r
 
 __all__ = [
     "ANAPHOR", "ANSWER_REQUEST", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "BRIEF_ANSWER", "CLAUSE_BREAK", "DIGEST_REQUEST",
-    "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_REQUEST", "RETELL_SEPARATED",
+    "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_ONLY", "LIST_REQUEST", "RETELL_SEPARATED",
     "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "attacks", "injected", "small_talk", "strip_greeting", "without_injection",
 ]
@@ -256,6 +256,13 @@ BRIEF_ANSWER = _r(
     r"\b(?:briefly|in\s+short|in\s+a\s+nutshell|tl;?\s?dr|summary|overview|recap|rundown|digest|gist)\b"
     r"|(?<!\w)(?:кратко|кратенько|вкратце|коротко|обзор\w*|сводк\w*|выжимк\w*|резюме|суть)(?!\w)"
     r"|\b(?:überblick\w*|zusammenfassung\w*|kurzgefasst|in\s+kürze|kurz\s+gesagt|das\s+wichtigste)\b"
+)
+# "… just the list", "только список", "nur die Liste, bitte": the list is all that is wanted, whatever form
+# the rest of the message has.
+LIST_ONLY = _r(
+    r"\b(?:just|only|simply)\s+(?:the|a)\s+(?:list|titles|links)\b|\b(?:a|the)\s+list\s+(?:is\s+)?(?:enough|is\s+fine)\b"
+    r"|(?<!\w)(?:только|просто|лишь)\s+(?:сам\w*\s+)?(?:список|ссылки|заголовки)(?!\w)|(?<!\w)списка\s+хватит(?!\w)"
+    r"|\b(?:nur|einfach|bloß)\s+(?:die|eine)\s+(?:liste|titel|links)\b|\beine\s+liste\s+reicht\b"
 )
 # "Составь список статей про …", "Make me a list of the posts on …": a list of the articles is a search.
 LIST_REQUEST = _producing(

@@ -342,3 +342,11 @@ def test_a_listing_question_followed_by_a_request_to_answer_is_combined(question
 ])
 def test_any_with_the_articles_a_few_words_later_is_an_existence_question(question: str) -> None:
     assert fallback_decision(question, TODAY).tool == "SearchArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "what did you post about YJIT last month? just the list", "Что писали про Bundler весной? Только список.",
+    "Was gab es im Mai zu Certbot? Nur die Liste, bitte.",
+])
+def test_the_list_only_is_a_search_whatever_the_rest_asks(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "SearchArticles", question
