@@ -158,9 +158,13 @@ SEARCH_VERB = _r(
     # sorting a set is listing it; "I'm looking for …" asks for a list
     r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
     r"|i'?m\s+looking\s+for|i\s+am\s+looking\s+for|я\s+ищу|ich\s+suche)\b"
-    # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?"
+    # asking to be given them: "Can I get the year-end letters?", "Можно посмотреть статьи про …?"
+    r"|^(?:can|could|may)\s+i\s+(?:please\s+)?(?:get|have|see)\s+(?:a\s+list\s+of\s+)?(?:the|all|any|some)\b"
+    r"|^можно\s+(?:мне\s+)?(?:посмотреть|увидеть|получить)\b"
+    # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?", "Kann ich die Beiträge … sehen?"
     r"|^(?:könnten|können|kannst|könntest|würden|würdest)\s+(?:sie|du)\b.*\b(?:zeigen|finden|suchen|auflisten"
     r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
+    r"|^(?:kann|könnte|darf)\s+ich\b.*\b(?:sehen|haben|bekommen)\s*[?!.]*$"
 )
 # A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
 LISTING_QUESTION = _r(

@@ -350,3 +350,11 @@ def test_any_with_the_articles_a_few_words_later_is_an_existence_question(questi
 ])
 def test_the_list_only_is_a_search_whatever_the_rest_asks(question: str) -> None:
     assert fallback_decision(question, TODAY).tool == "SearchArticles", question
+
+
+@pytest.mark.parametrize("question", [
+    "Can I get the Let's Encrypt year-end letters, newest to oldest?", "Could I see all the posts on Bundler 2?",
+    "Можно посмотреть статьи про YJIT?", "Kann ich die Beiträge über Certbot sehen?",
+])
+def test_asking_to_be_given_the_articles_is_a_search(question: str) -> None:
+    assert fallback_decision(question, TODAY).tool == "SearchArticles", question
