@@ -18,7 +18,7 @@ from infra.results import Language, LanguageFilter
 from router.intent import ASK_CLAUSE, BRIEF_ANSWER, strip_greeting
 from router.language import written_language
 from router.material_language import material_language
-from router.reader import DateExpectation, QuestionCues, read_cues
+from router.reader import COLLECTION_NOUN, DateExpectation, QuestionCues, read_cues
 
 __all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question"]
 
@@ -41,6 +41,7 @@ _STOPWORDS = frozenset(
     можешь можете что это этом этого писали писалось kannst mir raussuchen heraussuchen mal raus heraus
     erschienen erschienenen erschienene вышедшие вышедших опубликованные опубликованных veröffentlichten veröffentlichte
     got hast habt haben findet sich имеются имеется найдется найдётся у вас тебя
+    thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
@@ -63,6 +64,7 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     kept = [
         w for w in words
         if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
+        and not COLLECTION_NOUN.fullmatch(w)  # "посты", "Meldungen", "stories": the collection, in any form
     ]
     return " ".join(kept) or None
 
