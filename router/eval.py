@@ -50,7 +50,7 @@ SHIPPED_SPLITS: dict[str, tuple[Path, ...]] = {
 }
 # Test-half cases that earlier rounds read and tuned on (docs/router.md, "Round 9"): tuning data now,
 # like the dev half (the request gate's examples are drawn from both).
-TUNED_PREFIX = ("r10-", "r11-", "r12-")
+TUNED_PREFIX = ("r10-", "r11-", "r12-", "r13-")
 FIELDS: dict[str, tuple[str, ...]] = {
     SEARCH: ("text", "language", "dateFrom", "dateTo", "sort"),
     ASK: ("question", "language", "answerLanguage"),
