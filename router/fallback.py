@@ -116,6 +116,8 @@ def fallback_decision(
     if LISTING_QUESTION.search(rest):
         if ask_clause:  # "Какие новости … вышли в этом году? Перескажи их по-русски."
             return combined(rest[: ask_clause.start()], "a question asking for a list followed by a request to answer")
+        if reading.answer_asked is not None:  # a list needs no answer language: something is to be answered
+            return combined(rest, "a question asking for a list with an answer in a named language")
         return search("a question asking for a list of articles")
     if ASK_VERB.search(rest) and (ARTICLES_PHRASE.search(rest) or dates is not None or ask_clause):
         return combined(rest, "a request to answer over the articles found")

@@ -187,7 +187,7 @@ LISTING_QUESTION = _r(
     r"|^gibt\s+es\s+(?:neue\s+)?(?:artikel|beiträge|meldungen)"
     # which of the collection's items exist: "Which posts cover …", "Welche Beiträge zu X gibt es?",
     # "Какие статьи есть про …"; "anything on X?", "Gibt es etwas zu X?", "Есть что-нибудь про X?"
-    r"|^(?:which|what)\s+(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements)\b"
+    r"|^(?:which|what)\s+(?!(?:do|does|did)\b)(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements)\b"
     r"|^welche\s+(?:\w+\s+)?(?:artikel|beiträge|meldungen|nachrichten|news)\b"
     r"|^какие\s+(?:\w+\s+)?(?:статьи|посты|новости|публикации|материалы)\b"
     r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning)\b"
@@ -329,6 +329,9 @@ QUESTION_FORM = _r(
     r"|что|как|почему|зачем|когда|какой|какая|какие|каким|кто|скажите|подскажите"
     r"|was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|inwiefern)\b"
     r"|^\w+\s+ли\b"  # "поддерживает ли …": a Russian yes/no question
+    # a question word after its preposition: "О чём пишут …?", "В чём разница …?", "Worüber berichten …?"
+    r"|^(?:о|об|про|в|на|с|за|для|из-за)\s+(?:ч[её]м|что|чего|кого|ком)\b"
+    r"|^(?:worüber|wovon|worum|womit|wofür|woran|wodurch|weswegen)\b"
     # German yes/no questions start with the verb
     r"|^(?:ist|sind|gibt|hat|haben|kann|können|wird|werden|unterstützt|funktioniert|braucht|muss|darf|soll"
     r"|lohnt|bietet|erlaubt)\s+(?!du\s+mir|sie\s+mir)"

@@ -358,3 +358,19 @@ def test_the_list_only_is_a_search_whatever_the_rest_asks(question: str) -> None
 ])
 def test_asking_to_be_given_the_articles_is_a_search(question: str) -> None:
     assert fallback_decision(question, TODAY).tool == "SearchArticles", question
+
+
+@pytest.mark.parametrize(("question", "tool", "articles", "answer"), [
+    # a question word after its preposition is a question
+    ("О чём пишут англоязычные статьи про OCSP? Ответ хотелось бы на немецком.", "AskArticles", "en", "de"),
+    ("Worüber berichten die russischen Beiträge zu YJIT?", "AskArticles", "ru", "de"),
+    ("В чём разница между Ruby 3.3 и 3.4?", "AskArticles", "ru", "ru"),
+    # "What do … articles say": a question about their content, not which articles exist
+    ("What do English-language articles say about OCSP? I'd like the answer in German.", "AskArticles", "en", "de"),
+    # which articles, with an answer asked in a named language: something is to be answered
+    ("Which German posts cover YJIT? Answer in English.", "SearchAndAskArticles", "de", "en"),
+])
+def test_questions_read_by_their_form_with_both_languages(question: str, tool: str, articles: str, answer: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert (decision.tool, decision.arguments.get("language"), decision.arguments.get("answerLanguage")) == (
+        tool, articles, answer), decision
