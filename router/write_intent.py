@@ -149,12 +149,14 @@ _DE_DET = (r"(?:den|die|das|dem|der|des|einen|eine|ein|einem|alle|allen|jeden|je
            r"|meinen|meine|unseren|unsere|sämtliche)")
 _RU_IMPERATIVE = re.compile(r"^[а-яё]+(?:и|ите|й|йте|ь|ьте)$", re.I)
 _RU_NOUN_ENDING = re.compile(r"(?:ости|ии|ции|ки|ги|хи)$", re.I)  # "уязвимости", "версии", "новинки": nouns
+# "немецкой", "русской", "новой", "старый", "последней": adjectives, not imperatives ("скрой", "открой" are)
+_RU_ADJECTIVE_ENDING = re.compile(r"(?:ий|ый|ей|ской|цкой|ной|вой|жой|шой|чой|щой)$", re.I)
 # Between the verb and its object: words that are not source prepositions ("write a summary *of* the
 # articles" reads them); a location preposition after the first object is where the change happens
 # ("Поправь опечатку *в* заголовке статьи", "Korrigiere den Tippfehler *im* Titel des Artikels").
 _SOURCE_PREPOSITION = _r(
-    r"^(?:of|about|on|for|from|with|to|by|over|across|among|über|zu|zum|zur|von|vom|mit|aus|für|bei|про|о|об|на"
-    r"|для|по|из|с|от|среди|между)$"
+    r"^(?:of|about|on|for|from|with|to|by|over|across|among|according|über|zu|zum|zur|von|vom|mit|aus|für|bei|laut"
+    r"|gemäß|про|о|об|на|для|по|из|с|от|среди|между|согласно)$"
 )
 _LOCATION_PREPOSITION = _r(r"^(?:in|inside|within|в|во|im|in|innerhalb)$")
 _OBJECT_PRONOUN = _r(r"^(?:it|them|those|her|его|её|ее|их|es|ihn|sie|diese)$")
@@ -188,7 +190,8 @@ def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
     if _SOURCE_PREPOSITION.match(first) or _LOCATION_PREPOSITION.match(first):
         return False  # "Bitte von den frühesten Artikeln an": a clause opened by a preposition has no imperative
     if re.match(r"[а-яё]", first, re.I):
-        return bool(_RU_IMPERATIVE.match(first)) and not _RU_NOUN_ENDING.search(first)
+        return bool(_RU_IMPERATIVE.match(first)) and not _RU_NOUN_ENDING.search(first) \
+            and not _RU_ADJECTIVE_ENDING.search(first)
     if len(words) < 2:
         return False
     following = words[2] if len(words) > 2 and re.fullmatch(r"bitte|mal|doch|please", words[1], re.I) else words[1]
@@ -207,10 +210,13 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
         return False
     if named_before and len(words) > 1 and _OBJECT_PRONOUN.match(words[1]):
         return True
+    changes = _CHANGE_WORD.fullmatch(words[0]) is not None  # "скрой из выдачи все новости …": from where
     for i, word in enumerate(words[1:7], start=1):
         if re.fullmatch(COLLECTION_NOUN, word, re.I):
             return True
-        if _SOURCE_PREPOSITION.match(word) or (_LOCATION_PREPOSITION.match(word) and i == 1):
+        if _reads(word):
+            return False  # "игнорируй мелкие патч-релизы, покажи статьи …": the articles are the reading verb's
+        if not changes and (_SOURCE_PREPOSITION.match(word) or (_LOCATION_PREPOSITION.match(word) and i == 1)):
             return False
     return False
 
@@ -268,7 +274,7 @@ _CHANGE = (
     r"|change|replace|replaced|pin|pinned|unpin|merge|merged|take\s+down|taken\s+down|unlist|unlisted"
     r"|invisible|visible|public|private"
     r"|переименов\w*|удал(?:и|ить|ён|ен|ена|ено|ены|ил|ила|или|ять|яли|ите)|опубликова(?:ть|л|ла|ли)|скры\w*"
-    r"|спрята\w*|убра\w*|убер\w*|добав(?:ить|ь|ил|ила|или)|созда(?:ть|й|л|ла|ли)|заархивир\w*|архивир\w*"
+    r"|скрой|скройте|спрята\w*|убра\w*|убер\w*|добав(?:ить|ь|ил|ила|или)|созда(?:ть|й|л|ла|ли)|заархивир\w*|архивир\w*"
     r"|отредактир\w*|измен(?:ить|ил|ила|или|ён|ена|ено|ены|и|ите)|исправ(?:ить|ь|ил|или|лен\w*)|замен\w*"
     r"|поправ\w*|снят\w*|сним\w*|стер(?:ть|т\w*)|невидим\w*|видим\w*|публичн\w*"
     r"|geändert|ändern|gelöscht|löschen|entfernt|entfernen|umbenannt|umbenennen|versteckt|verstecken|verborgen"

@@ -106,3 +106,18 @@ def test_a_dash_ends_the_clause_a_write_verb_acts_in() -> None:
 ])
 def test_a_polite_plural_of_a_reading_verb_is_no_write(question: str) -> None:
     assert write_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", [
+    "сравни, как про DST Root CA X3 пишут в русской и немецкой версиях статей",  # "немецкой": an adjective
+    "игнорируй мелкие патч-релизы, покажи статьи про выход Ruby 3.0.0",  # the articles are "покажи"'s
+    "Laut den russischen Artikeln: Was ist lencr.org?",  # "laut": according to
+    "Ignore the minor releases and list the posts about Ruby 3.0",
+])
+def test_an_adjective_a_preposition_or_a_later_reading_verb_is_no_write(question: str) -> None:
+    assert write_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", ["скрой из выдачи все новости 2013 года", "удали из ленты все посты про Ruby 1.8"])
+def test_a_verb_of_change_reaches_its_object_past_where_from(question: str) -> None:
+    assert write_intent(question) is not None, question
