@@ -80,8 +80,10 @@ def fallback_decision(
                                 reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
-        arguments = {"text": keywords(search_text, drop=ASK_WORDS | INTERROGATIVES), **filters, "question": text,
-                     "answerLanguage": reading.answer}
+        topic = keywords(search_text, drop=ASK_WORDS | INTERROGATIVES)
+        if topic is None and search_text != rest:  # "поищи на всех языках и объясни, что за … CVE-…": the topic
+            topic = keywords(rest, drop=ASK_WORDS | INTERROGATIVES)  # is in the request to answer
+        arguments = {"text": topic, **filters, "question": text, "answerLanguage": reading.answer}
         return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason, reading)
 
     def ask(reason: str) -> FallbackDecision:
@@ -96,7 +98,9 @@ def fallback_decision(
         own = keywords(later, drop=INTERROGATIVES) or ""
         names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
-    if LIST_ONLY.search(rest) and not SEARCH_VERB.search(rest):
+    only = LIST_ONLY.search(rest)
+    if only is not None and not SEARCH_VERB.search(rest):
+        rest = rest[: only.start()] + " " + rest[only.end():]  # "just the list": how, not what
         return search("a message that asks for the list only")
     produced = _produced(rest)
     if produced is not None:  # a list, a digest or a retelling of the articles, its topic after it

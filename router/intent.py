@@ -153,7 +153,8 @@ def injected(clause: str) -> bool:
 SEARCH_VERB = _r(
     r"^" + POLITE + r"(?:find|show|list|search|serch|give me|get me|get|fetch|grab|pull up|look up|display"
     r"|dig\s+(?:up|out)|track\s+down|round\s+up|bring\s+up|pull\s+together|скинь|кинь|подкинь|раздобудь"
-    r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай|подскажи\w*"
+    r"|найди|найти|покажи|покажите|показать|выведи|список|подбери|поищи|дай"
+    r"|подскажи\w*(?!,?\s+(?:пожалуйста,?\s+)?(?:как|что|почему|зачем|когда|где|чем|сколько|какой|какая|какие|ли)\b)"
     r"|finde|zeige?|zeig|such\w*|liste|gib|nenne"
     # sorting a set is listing it; "I'm looking for …" asks for a list
     r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
@@ -171,7 +172,8 @@ LISTING_QUESTION = _r(
     # whether the collection holds something: an existence question whose object is the articles or
     # "anything" ("Is there anything on OCSP from 2020?", "Есть ли в русских новостях что-нибудь про X?",
     # "есть чо про X?", "Gibt's Artikel über X seit März?"); not "Is there a way to …", "Есть ли смысл …"
-    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:есть(?:\s+ли)?|is\s+there|are\s+there|gibt\s+es|gibt'?s"
+    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:(?:есть|был[иао]?)(?:\s+ли)?|(?:is|are|was|were)\s+there"
+    r"|(?:gibt|gab)\s+es|(?:gibt|gab)'?s"
     # or whether the assistant has it: "Do you have anything on X?", "Habt ihr was zu X?", "Имеются ли …"
     r"|(?:do|does)\s+(?:you|the\s+\w+)\s+(?:have|hold|contain)|have\s+you\s+got|(?:you\s+)?got"
     r"|habt\s+ihr|hast\s+du|haben\s+sie|findet\s+sich|finden\s+sich"
@@ -187,7 +189,8 @@ LISTING_QUESTION = _r(
     r"|^gibt\s+es\s+(?:neue\s+)?(?:artikel|beiträge|meldungen)"
     # which of the collection's items exist: "Which posts cover …", "Welche Beiträge zu X gibt es?",
     # "Какие статьи есть про …"; "anything on X?", "Gibt es etwas zu X?", "Есть что-нибудь про X?"
-    r"|^(?:which|what)\s+(?!(?:do|does|did)\b)(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements)\b"
+    r"|^(?:which|what)\s+(?!(?:do|does|did)\b)(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements|docs"
+    r"|write-?ups|blog\s+posts)\b"
     r"|^welche\s+(?:\w+\s+)?(?:artikel|beiträge|meldungen|nachrichten|news)\b"
     r"|^какие\s+(?:\w+\s+)?(?:статьи|посты|новости|публикации|материалы)\b"
     r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning)\b"
@@ -265,8 +268,10 @@ BRIEF_ANSWER = _r(
 # the rest of the message has.
 LIST_ONLY = _r(
     r"\b(?:just|only|simply)\s+(?:the|a)\s+(?:list|titles|links)\b|\b(?:a|the)\s+list\s+(?:is\s+)?(?:enough|is\s+fine)\b"
+    r"|\b(?:as|in)\s+a\s+list\b"
     r"|(?<!\w)(?:только|просто|лишь)\s+(?:сам\w*\s+)?(?:список|ссылки|заголовки)(?!\w)|(?<!\w)списка\s+хватит(?!\w)"
-    r"|\b(?:nur|einfach|bloß)\s+(?:die|eine)\s+(?:liste|titel|links)\b|\beine\s+liste\s+reicht\b"
+    r"|(?<!\w)(?:просто\s+|только\s+)?списком(?!\w)"
+    r"|\b(?:nur|einfach|bloß)\s+(?:die|eine)\s+(?:liste|titel|links)\b|\beine\s+liste\s+reicht\b|\bals\s+liste\b"
 )
 # "Составь список статей про …", "Make me a list of the posts on …": a list of the articles is a search.
 LIST_REQUEST = _producing(
@@ -279,7 +284,7 @@ LIST_REQUEST = _producing(
 ASK_VERB = _r(
     r"^" + POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap|retell|paraphrase|recount"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
-    r"|erkläre?|erklär|fasse?|vergleiche|beschreibe|schildere)\b"
+    r"|erkläre?|erklär|fasse?|vergleiche?|beschreibe|schildere)\b"
 )
 # German retelling verbs with their particle at the clause's end: "Gib … wieder", "Erzähl mir … nach, was …".
 RETELL_SEPARATED = _r(  # a version's dot ("Ruby 1.8") ends no clause
@@ -300,6 +305,9 @@ SEARCH_CUE = _r(
 )
 ASK_CLAUSE = _r(
     r"\b(?:and|then)\s+(?:explain|summari[sz]e|compare|tell|describe|say|answer|list what)\b"
+    # a later sentence that asks for the answer: "…? Erklär kurz", "… in 2025? Explain each briefly."
+    r"|(?<=[.?!])\s+(?:(?:please|bitte|пожалуйста)[,\s]+)?(?:explain|summari[sz]e|compare|describe|tell\s+me"
+    r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|erkläre?|erklär'?s?|fasse?|vergleiche?|beschreibe)\b"
     r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй"
     r"|сделай\s+(?:краткий\s+)?(?:обзор|вывод|резюме)|(?:дай|напиши)\s+(?:краткое\s+)?резюме)"
     r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche|beschreibe|sag|nenne|beantworte)"
@@ -320,7 +328,7 @@ ASK_CUE = _r(
     r"|^(?:what|how|why|when|which|who|does|do|is|are|can|should|explain|summari[sz]e|compare|describe|tell me)\b"
     r"|^(?:что|как|почему|зачем|когда|какой|какая|какие|каким|кто|ли|объясни|расскажи|сравни|опиши"
     r"|скажите|подскажите,? (?:как|что|почему))"
-    r"|^(?:was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|gibt es|erkläre?|erklär|beschreibe|vergleiche"
+    r"|^(?:was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|gibt es|erkläre?|erklär|beschreibe|vergleiche?"
     r"|inwiefern|könnten sie mir (?:bitte )?erklären)\b"
 )
 QUESTION_FORM = _r(
@@ -333,7 +341,8 @@ QUESTION_FORM = _r(
     r"|^(?:о|об|про|в|на|с|за|для|из-за)\s+(?:ч[её]м|что|чего|кого|ком)\b"
     r"|^(?:worüber|wovon|worum|womit|wofür|woran|wodurch|weswegen)\b"
     # German yes/no questions start with the verb
-    r"|^(?:ist|sind|gibt|hat|haben|kann|können|wird|werden|unterstützt|funktioniert|braucht|muss|darf|soll"
+    r"|^(?:ist|sind|gibt|gab|hat|hatte|hatten|haben|kann|können|wird|werden|wurde|wurden|war|waren|unterstützt"
+    r"|funktioniert|braucht|muss|darf|soll"
     r"|lohnt|bietet|erlaubt)\s+(?!du\s+mir|sie\s+mir)"
     r"|^(?:tell\s+me\s+(?:about|more)|erzähl\w*\s+(?:mir\s+)?(?:etwas\s+|mehr\s+|was\s+)?(?:über|von)"
     r"|расскажи\w*\s+(?:мне\s+)?(?:про|о|об))\b"

@@ -22,6 +22,10 @@ from router.reader import COLLECTION_NOUN, DateExpectation, QuestionCues, read_c
 
 __all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question"]
 
+# Verbs of publication say when, not what: "what was published/вышло/erschienen", "kamen … raus".
+_PUBLICATION_VERB = re.compile(
+    r"(?:publish\w*|posted|came|опубликова\w*|публиковал\w*|вышл[аои]?|выходил\w*|вышедш\w*|появил\w*"
+    r"|veröffentlich\w*|erschien\w*|erschein\w*|kam|kamen)", re.I | re.U)
 _OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)", re.I | re.U)  # order words, not topic
 _STOPWORDS = frozenset(
     """
@@ -41,7 +45,7 @@ _STOPWORDS = frozenset(
     можешь можете что это этом этого писали писалось kannst mir raussuchen heraussuchen mal raus heraus
     erschienen erschienenen erschienene вышедшие вышедших опубликованные опубликованных veröffentlichten veröffentlichte
     got hast habt haben findet sich имеются имеется найдется найдётся у вас тебя
-    thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte
+    thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte wurde wurden всё and out
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
@@ -51,6 +55,7 @@ ASK_WORDS = frozenset(
     """
     explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй
     кратко erkläre erklär fasse zusammen vergleiche beschreibe retell paraphrase recount erzähl erzähle schildere wieder
+    kurz briefly вкратце коротко
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)
@@ -65,6 +70,7 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
         w for w in words
         if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
         and not COLLECTION_NOUN.fullmatch(w)  # "посты", "Meldungen", "stories": the collection, in any form
+        and not _PUBLICATION_VERB.fullmatch(w)
     ]
     return " ".join(kept) or None
 

@@ -43,7 +43,7 @@ _PHRASE_WORD = _r(r"^(?:по-\w+|deutsch|englisch|russisch|english|german|russia
 _ANSWER_VERB = _r(
     r"\b(?:answer\w*|reply|respond|write|summari[sz]e|explain|recap|retell|translate|tell)\b"
     r"|(?<!\w)(?:ответ\w*|напиши|пиши|перескажи|обобщи|резюмируй|объясни|расскажи|опиши|переведи)(?!\w)"
-    r"|\b(?:antworte\w*|antwort|schreib\w*|fass\w*|erkläre?|erklär|beschreibe|übersetze)\b"
+    r"|\b(?:(?:be)?antworte\w*|antwort|schreib\w*|fass\w*|erkläre?|erklär|beschreibe|übersetze)\b"
 )
 # A noun for the answer's form governs the phrase too, when no collection noun stands between them
 # ("give me the gist in German", "обзор на английском"; not "a summary of posts in German").
@@ -58,9 +58,9 @@ _ANSWER_VERB_AFTER = _r(
 # The collection's nouns: a language named on one of them is proven to be the articles' language
 # ("German articles", "Beiträge … auf Deutsch"), so it may override a capable model's choice.
 _COLLECTION = (
-    r"(?:articles?|posts?|news|stories|publications?|entries"
+    r"(?:articles?|posts?|news|stories|publications?|entries|docs|write-?ups?|blog-?posts?"
     r"|стат(?:ья|ью|ьи|ей|ьям|ьях|ье)|пост(?:ы|ов|ах)?|публикаци\w*|новост\w*|материал\w*"
-    r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?)"
+    r"|artikel\w*|beitr[aä]g\w*|meldung\w*|nachricht\w*|texte?|blogpost\w*|blogbeitr[aä]g\w*)"
 )
 _NOUN_AFTER = _r(r"^(?:[- ]language|sprachig\w*)?\s+(?:\w+\s+)?" + _COLLECTION + r"\b")
 # "auf Deutsch erschienene Beiträge", "на немецком вышедшие статьи": the phrase on a noun after it, a
@@ -154,7 +154,8 @@ def language_cues(question: str) -> LanguageCues:
 
 # What a language cue takes with it out of the topic: its noun ("in russischer Sprache", "на немецком
 # языке") and the joiner of a list of them ("in English and German", "на английском и немецком").
-_LANGUAGE_NOUN_AFTER = _r(r"^\s+(?:язык(?:е|ах|ам|и|ов)?|sprachen?|languages?|versions?|versionen)(?![\w-])")
+_LANGUAGE_NOUN_AFTER = _r(r"^\s+(?:язык(?:е|ах|ам|и|ов)?|верси(?:я|и|ю|ях|ям)|sprachen?|languages?|versions?|versionen"
+                          r"|fassung(?:en)?)(?![\w-])")
 _LIST_JOIN = _r(r"^\s*(?:,|and|or|und|oder|и|или|&|/)?\s*(?:(?:the|den|die|der|dem)\s+)?$")
 
 

@@ -374,3 +374,28 @@ def test_questions_read_by_their_form_with_both_languages(question: str, tool: s
     decision = fallback_decision(question, TODAY)
     assert (decision.tool, decision.arguments.get("language"), decision.arguments.get("answerLanguage")) == (
         tool, articles, answer), decision
+
+
+@pytest.mark.parametrize(("question", "tool", "text"), [
+    # the list only, in any form; what it says is how, not what
+    ("какие релизы Ruby выходили в 2019 году? мне просто списком", "SearchArticles", "релизы Ruby"),
+    ("Was wurde vor zwei Jahren veröffentlicht? Bitte als Liste", "SearchArticles", None),
+    ("Which YJIT posts came out last year, as a list please", "SearchArticles", "YJIT"),
+    # verbs of publication say when, not what
+    ("Welche Artikel kamen im letzten Monat raus?", "SearchArticles", None),
+    ("покажи всё, что опубликовано с 10 по 20 марта 2026", "SearchArticles", None),
+    # "подскажи" before a question word asks
+    ("привет! подскажи, как отозвать сертификат Let's Encrypt?", "AskArticles", None),
+    # a past existence question lists
+    ("Gab es vor drei Wochen Beiträge zu Let's Encrypt?", "SearchArticles", "Let s Encrypt"),
+    ("Were there any posts about OCSP in 2020?", "SearchArticles", "OCSP"),
+    ("Были ли статьи про OCSP в 2020 году?", "SearchArticles", "OCSP"),
+    # the topic of a combined request stands in the request to answer when the search names none
+    ("поищи на всех языках и объясни, что за уязвимость CVE-2025-25186", "SearchAndAskArticles",
+     "уязвимость CVE-2025-25186"),
+    ("Gab es in den vergangenen 45 Tagen was Neues zur Überwachung von Zertifikaten? Erklär kurz",
+     "SearchAndAskArticles", "Neues Überwachung Zertifikaten"),
+])
+def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
+    decision = fallback_decision(question, date(2026, 10, 1))
+    assert (decision.tool, decision.arguments.get("text")) == (tool, text), decision.arguments
