@@ -16,8 +16,9 @@ ERROR-correction rounds) but nothing is executed. Scoring, per case:
   two or more sorted codes joined by "+" ("de+ru") matches a list of exactly those languages
   in any order;
 - date bounds: both dateFrom and dateTo right, over the cases whose label has a date (a label
-  with a dateFrom and no dateTo, an open end, also accepts the case's today: the search clamps
-  every later dateTo to today, so both select the same articles);
+  with a dateFrom and no dateTo, an open end, or with a dateTo after the case's today ("this year"
+  to December 31) also accepts the case's today: the search clamps every later dateTo to today, so
+  both select the same articles);
 - language: the `language` field (the articles' language) right, over the cases with a tool;
 - refusals: refused when a refusal was expected, and refused when a tool was expected.
 A field or date counts as wrong when the tool was wrong. Everything is also broken down per
@@ -203,6 +204,8 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         expected = case.expected_arguments.get(name)
         if name == "dateTo" and expected is None and case.expected_arguments.get("dateFrom") is not None:
             expected = [None, case.today.isoformat()]  # an open end: no article is dated after today
+        elif name == "dateTo" and _after(expected, case.today):
+            expected = [expected, case.today.isoformat()]  # "this year" to Dec 31: the search clamps it to today
         fields[name] = tool_ok and field_matches(name, expected, decision.arguments.get(name))
     has_dates = any(case.expected_arguments.get(k) is not None for k in ("dateFrom", "dateTo"))
     dates_ok = (fields.get("dateFrom", False) and fields.get("dateTo", False)) if has_dates else None
@@ -217,6 +220,12 @@ def score(case: EvalCase, decision: RoutingDecision, latency_ms: float) -> CaseR
         coverage=decision.gate.coverage.together if decision.gate and decision.gate.coverage else None,
         similarity=decision.gate.coverage.similarity if decision.gate and decision.gate.coverage else None,
     )
+
+
+def _after(label: Any, today: date) -> bool:
+    """A dateTo label (one date, or alternatives) that lies after the case's today."""
+    options = label if isinstance(label, list) else [label]
+    return bool(options) and all(isinstance(o, str) and o > today.isoformat() for o in options)
 
 
 def _ratio(correct: int, total: int) -> dict[str, Any]:

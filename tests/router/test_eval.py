@@ -356,3 +356,22 @@ def test_an_open_end_label_accepts_today_and_nothing_else() -> None:
     closed = EvalCase(id="closed", question="q", today=today, expected_tool="SearchArticles",
                       expected_arguments={"text": "posts", "dateTo": "2009-12-31"})
     assert score(closed, _decision("SearchArticles", {"text": "posts", "dateTo": "2009-12-31"}), 1.0).dates_ok
+
+
+def test_a_date_to_label_after_today_also_accepts_today() -> None:
+    """ "this year" labelled to December 31: the search clamps a later dateTo to today (with an
+    adjustment), so today selects the same articles; a day before today does not."""
+    today = date(2026, 8, 1)
+    case = EvalCase(id="year", question="posts this year", today=today, expected_tool="SearchArticles",
+                    expected_arguments={"text": "posts", "dateFrom": "2026-01-01", "dateTo": "2026-12-31"})
+
+    def dates_ok(date_to: str | None) -> bool | None:
+        arguments = {"text": "posts", "language": "en", "dateFrom": "2026-01-01", "dateTo": date_to}
+        return score(case, _decision("SearchArticles", arguments), 1.0).dates_ok
+
+    assert dates_ok("2026-12-31") is True and dates_ok("2026-08-01") is True
+    assert dates_ok("2026-07-31") is False and dates_ok(None) is False
+    past = EvalCase(id="past", question="q", today=today, expected_tool="SearchArticles",
+                    expected_arguments={"text": "posts", "dateFrom": "2025-01-01", "dateTo": "2025-12-31"})
+    assert score(past, _decision("SearchArticles", {"text": "posts", "dateFrom": "2025-01-01",
+                                                    "dateTo": "2026-08-01"}), 1.0).dates_ok is False
