@@ -29,14 +29,14 @@ _PUBLICATION_VERB = re.compile(
 _OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)", re.I | re.U)  # order words, not topic
 _STOPWORDS = frozenset(
     """
-    find show me list search for articles article posts post news about on the a an all some please in from of
+    find show me list search for about on the a an all some please in from of
     any give get look up display pls plz written published latest recent newest oldest earliest first sorted by date
     announcements announcement there is are gibt gibts es чо чего ли что-нибудь что-то что-либо
     with that mention mentioning related to regarding most
-    найди найти покажи показать выведи список статьи статей статью статья про о об по на в за все мне
-    пожалуйста новости новостей публикации публикаций самые новые старые последние свежие теме тему
+    найди найти покажи показать выведи список про о об по на в за все мне
+    пожалуйста самые новые старые последние свежие теме тему
     посвящённые посвященные дай подбери поищи которые где есть связанные с из
-    finde zeige zeig suche such liste gib nenne mir alle artikel beiträge meldungen news über zu zum zur von
+    finde zeige zeig suche such liste gib nenne mir alle über zu zum zur von
     im in auf aus die der das den dem des bitte neueste älteste aktuelle aktuellste mit thema rund um und
     also then а потом заодно и danach dann außerdem could would can you kindly please будьте добры покажите
     could könnten können sie du zeig

@@ -14,7 +14,7 @@ from datetime import date, timedelta
 from router.reader import _lexicon as lx
 from router.reader._calendar import months_span, shift, unit_span
 from router.reader._numbers import amount, count_at, inverted_amount, unit_at
-from router.reader._tokens import Token, standalone_number
+from router.reader._tokens import Token, fold_at, standalone_number
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,6 @@ class Anchor:
     rolling: bool = False  # a window that ends today; its start is pinned
     to_options: tuple[date | None, ...] | None = None  # special dateTo conventions ("this week")
     tolerance: int = 0
-
-
-def _fold(tokens: list[Token], i: int) -> str:
-    return tokens[i].fold if 0 <= i < len(tokens) else ""
 
 
 def _year_number(tokens: list[Token], i: int) -> int | None:
@@ -57,16 +53,16 @@ def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | Non
     year = _year_number(tokens, j)
     if year is not None:
         k = j + 1
-        if _fold(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-"):
+        if fold_at(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-"):
             k += 1
         return year, k
-    offset = lx.relative(_fold(tokens, j))
-    if offset is not None and lx.UNITS.get(_fold(tokens, j + 1)) == "year":
+    offset = lx.relative(fold_at(tokens, j))
+    if offset is not None and lx.UNITS.get(fold_at(tokens, j + 1)) == "year":
         return today.year + offset, j + 2
-    if lx.UNITS.get(_fold(tokens, j)) == "year" and (_fold(tokens, j + 1), _fold(tokens, j + 2)) == lx.BEFORE_LAST:
+    if lx.UNITS.get(fold_at(tokens, j)) == "year" and (fold_at(tokens, j + 1), fold_at(tokens, j + 2)) == lx.BEFORE_LAST:
         return today.year - 2, j + 3
-    if lx.COMPOUND_RELATIVE.get(_fold(tokens, j), ("", 0))[0] == "year":
-        return today.year + lx.COMPOUND_RELATIVE[_fold(tokens, j)][1], j + 1
+    if lx.COMPOUND_RELATIVE.get(fold_at(tokens, j), ("", 0))[0] == "year":
+        return today.year + lx.COMPOUND_RELATIVE[fold_at(tokens, j)][1], j + 1
     ago = _years_ago(tokens, j)
     if ago is not None:  # "December two years ago", "im Mai vor drei Jahren", "в марте год назад"
         return today.year - ago[0], ago[1]
@@ -75,7 +71,7 @@ def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | Non
 
 def _years_ago(tokens: list[Token], i: int) -> tuple[int, int] | None:
     """ "two years ago", "vor drei Jahren", "три года назад", "год назад": years back, the index after."""
-    german = _fold(tokens, i) == "vor"
+    german = fold_at(tokens, i) == "vor"
     found = amount(tokens, i + 1 if german else i)
     if found is not None:
         if found.unit != "year":
@@ -88,8 +84,8 @@ def _years_ago(tokens: list[Token], i: int) -> tuple[int, int] | None:
         count, j = 1, unit[1]
     if german:
         return count, j
-    j += 1 if _fold(tokens, j) == "тому" else 0
-    return (count, j + 1) if _fold(tokens, j) in lx.AGO else None
+    j += 1 if fold_at(tokens, j) == "тому" else 0
+    return (count, j + 1) if fold_at(tokens, j) in lx.AGO else None
 
 
 def _latest(today: date, span: Callable[[int], tuple[date, date]]) -> int:
@@ -146,7 +142,7 @@ def _day_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
     if match:
         return int(match.group(1)), i + 1
     if tokens[i].text.isdigit() and len(tokens[i].text) <= 2 and 1 <= int(tokens[i].text) <= 31:
-        if tokens[i].after == "-" and _fold(tokens, i + 1) in ("го", "е", "м"):
+        if tokens[i].after == "-" and fold_at(tokens, i + 1) in ("го", "е", "м"):
             return int(tokens[i].text), i + 2
         if tokens[i].after.strip() in ("", ".", ","):
             return int(tokens[i].text), i + 1
@@ -154,7 +150,7 @@ def _day_number(tokens: list[Token], i: int) -> tuple[int, int] | None:
 
 
 def _month_at(tokens: list[Token], i: int) -> int | None:
-    return lx.month(_fold(tokens, i))
+    return lx.month(fold_at(tokens, i))
 
 
 def _day(tokens: list[Token], i: int, today: date) -> Anchor | None:
@@ -195,7 +191,7 @@ def _month(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 
 def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
-    first = lx.SEASONS.get(_fold(tokens, i))
+    first = lx.SEASONS.get(fold_at(tokens, i))
     if first is None:
         return None
     def span(year: int) -> tuple[date, date]:
@@ -227,7 +223,7 @@ def _winter_years(tokens: list[Token], i: int) -> tuple[int, int] | None:
 def _ordinal_unit(tokens: list[Token], i: int, n: int | None = None) -> tuple[str, int, int] | None:
     """ "Q1", "H2", "first quarter", "1. Quartal", "второе полугодие", "the first half of", "the first
     third of 2026", "ersten Drittel", "вторая треть года" (``n``: the ordinal, when the caller read it)."""
-    fold = _fold(tokens, i)
+    fold = fold_at(tokens, i)
     if fold in lx.QUARTER_CODES:
         return "quarter", lx.QUARTER_CODES[fold], i + 1
     if fold in lx.HALF_CODES:
@@ -235,15 +231,15 @@ def _ordinal_unit(tokens: list[Token], i: int, n: int | None = None) -> tuple[st
     n = lx.ordinal(fold) if n is None else n
     if n is None:
         return None
-    word = _fold(tokens, i + 1)
+    word = fold_at(tokens, i + 1)
     if word in lx.HALF_WORDS and n <= 2:
         j = i + 2
-        if _fold(tokens, j) in ("of", "des") and lx.UNITS.get(_fold(tokens, j + 1)) == "year":
+        if fold_at(tokens, j) in ("of", "des") and lx.UNITS.get(fold_at(tokens, j + 1)) == "year":
             j += 2  # "the first half of the year"
         return "half", n, j
     if word in lx.THIRD_WORDS and n <= 3:
         j = _skip(tokens, i + 2, _OF)
-        return "third", n, j + 1 if lx.UNITS.get(_fold(tokens, j)) == "year" else j  # "… of the year"
+        return "third", n, j + 1 if lx.UNITS.get(fold_at(tokens, j)) == "year" else j  # "… of the year"
     unit = unit_at(tokens, i + 1)
     if unit is not None and unit[0] in ("quarter", "half") and (unit[0] == "quarter" or n <= 2):
         return unit[0], n, unit[1]
@@ -253,8 +249,8 @@ def _ordinal_unit(tokens: list[Token], i: int, n: int | None = None) -> tuple[st
 def _half_of_month(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "the second half of September 2025", "во второй половине сентября", "die erste Hälfte des
     März": days 1-15 or 16 to the month's end."""
-    n = lx.ordinal(_fold(tokens, i))
-    if n is None or n > 2 or _fold(tokens, i + 1) not in lx.HALF_WORDS:
+    n = lx.ordinal(fold_at(tokens, i))
+    if n is None or n > 2 or fold_at(tokens, i + 1) not in lx.HALF_WORDS:
         return None
     j = _skip(tokens, i + 2, _OF)
     month = _month_at(tokens, j)
@@ -269,8 +265,8 @@ def _half_of_month(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 def _nth_part_of_year(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = _ordinal_unit(tokens, i)
-    word_at = i + 1 if _fold(tokens, i) == "the" else i
-    word = _fold(tokens, word_at)
+    word_at = i + 1 if fold_at(tokens, i) == "the" else i
+    word = fold_at(tokens, word_at)
     last = found is None and (lx.relative(word) == -1 or word.startswith("последн"))
     if last:  # "the last third of 2024", "das letzte Quartal von 2013": the year's final part
         found = _ordinal_unit(tokens, word_at, n=1)
@@ -293,8 +289,8 @@ def _edge(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "the first two months of 2025", "the last week of 2024", "первые 10 дней марта", "die letzten
     drei Monate des Jahres 2024": N days, weeks or months at the start or the end of a year or a month
     (a rolling window when no year or month follows: "the last three months")."""
-    j = i + 1 if _fold(tokens, i) == "the" else i
-    word = _fold(tokens, j)
+    j = i + 1 if fold_at(tokens, i) == "the" else i
+    word = fold_at(tokens, j)
     nth = lx.ordinal(word)
     if nth == 1:
         from_end = False
@@ -358,25 +354,25 @@ def _container(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """The year or month a first or last stretch is counted in: "of 2025", "des Jahres 2024", "of last
     year", "марта 2025", "of March", "im März"."""
     j = _skip(tokens, i, _OF | {"in", "im", "в"})
-    if _fold(tokens, j) in lx.YEAR_WORDS and year_spec(tokens, j + 1, today) is not None:
+    if fold_at(tokens, j) in lx.YEAR_WORDS and year_spec(tokens, j + 1, today) is not None:
         j += 1  # "des Jahres 2024"
     spec = year_spec(tokens, j, today)
     if spec is not None:
         year, end_index = spec
         return Anchor(i, end_index, date(year, 1, 1), date(year, 12, 31), "year")
-    if lx.UNITS.get(_fold(tokens, j)) == "year" and j > i:  # "of the year", "des Jahres": this year
+    if lx.UNITS.get(fold_at(tokens, j)) == "year" and j > i:  # "of the year", "des Jahres": this year
         return Anchor(i, j + 1, date(today.year, 1, 1), date(today.year, 12, 31), "year")
     return _month(tokens, j, today)
 
 
 def _part(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "early 2025", "mid-2025", "the end of 2024", "в начале 2025 года", "Ende 2024", "начала года"."""
-    part = lx.PARTS.get(_fold(tokens, i))
+    part = lx.PARTS.get(fold_at(tokens, i))
     if part is None:
         return None
     j = _skip(tokens, i + 1, _OF)
     spec = year_spec(tokens, j, today)
-    if spec is None and lx.UNITS.get(_fold(tokens, j)) == "year":
+    if spec is None and lx.UNITS.get(fold_at(tokens, j)) == "year":
         spec = (today.year, j + 1)  # "с начала года", "since the beginning of the year"
     if spec is None:
         return None
@@ -391,37 +387,37 @@ def _part(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 
 def _decade(tokens: list[Token], i: int, today: date) -> Anchor | None:
-    first = lx.decade(_fold(tokens, i))
+    first = lx.decade(fold_at(tokens, i))
     j = i + 1
     if first is None and tokens[i].text.isdigit() and tokens[i].after in ("-", "") \
-            and _fold(tokens, i + 1) in lx.DECADE_SUFFIXES:
+            and fold_at(tokens, i + 1) in lx.DECADE_SUFFIXES:
         first, j = lx.decade_number(tokens[i].text), i + 2  # "2000-х", "90-е"
     if first is None:
         return None
-    if _fold(tokens, j) in ("годы", "годах", "годов", "годам", "jahre", "jahren", "years"):
+    if fold_at(tokens, j) in ("годы", "годах", "годов", "годам", "jahre", "jahren", "years"):
         j += 1
     return Anchor(i, j, date(first, 1, 1), date(first + 9, 12, 31), "decade")
 
 
 def _year(tokens: list[Token], i: int, today: date) -> Anchor | None:
-    j = i + 1 if _fold(tokens, i) in ("year", "jahr", "jahre", "jahres") else i
+    j = i + 1 if fold_at(tokens, i) in ("year", "jahr", "jahre", "jahres") else i
     year = _year_number(tokens, j)
     if year is None:
         return None
     k = j + 1
-    if _fold(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-", "."):
+    if fold_at(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-", "."):
         k += 1
     return Anchor(i, k, date(year, 1, 1), date(year, 12, 31), "year")
 
 
 def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "three months ago", "три месяца назад", "год назад", "vor drei Wochen", "vor einem Jahr"."""
-    german = _fold(tokens, i) == "vor"
+    german = fold_at(tokens, i) == "vor"
     found = amount(tokens, i + 1 if german else i) or (None if german else inverted_amount(tokens, i))
     if found is None and not german:  # "год назад", "неделю назад": one unit
         unit = unit_at(tokens, i)
         j = unit[1] if unit else i
-        if unit is None or _fold(tokens, j) not in lx.AGO:
+        if unit is None or fold_at(tokens, j) not in lx.AGO:
             return None
         start, end = unit_span(unit[0], shift(today, unit[0], -1))
         return Anchor(i, j + 1, start, end, "ago")
@@ -429,9 +425,9 @@ def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return None
     j = found.next
     if not german:
-        if _fold(tokens, j) == "тому":
+        if fold_at(tokens, j) == "тому":
             j += 1
-        if _fold(tokens, j) not in lx.AGO:
+        if fold_at(tokens, j) not in lx.AGO:
             return None
         j += 1
     start, end = unit_span(found.unit, shift(today, found.unit, -found.count))
@@ -441,8 +437,8 @@ def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
 def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "the past 10 weeks", "last 3 months", "за последние полгода", "in den letzten drei Monaten",
     "the past year", "за последний месяц": a window that ends today."""
-    j = i + 1 if _fold(tokens, i) == "the" else i
-    word = _fold(tokens, j)
+    j = i + 1 if fold_at(tokens, i) == "the" else i
+    word = fold_at(tokens, j)
     if not lx.ROLLING.match(word):
         return _rolling_counted_first(tokens, i, today) or _previous_n(tokens, i, today)
     found = amount(tokens, j + 1)
@@ -454,7 +450,7 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return _window(i, found.next, shift(today, unit, -count), today)
     single = unit_at(tokens, j + 1)
     # "the past year", "past month", "за последний год" (not "last year": the calendar one)
-    if single is None or _fold(tokens, j + 1) in lx.PLURAL_UNITS or not (j > i or word == "past" or word.startswith("последн")):
+    if single is None or fold_at(tokens, j + 1) in lx.PLURAL_UNITS or not (j > i or word == "past" or word.startswith("последн")):
         return None
     unit, k = single
     if unit == "week" and not word.startswith("последн"):
@@ -467,9 +463,9 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
 
 def _rolling_counted_first(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """ "за три последних месяца", "the two last weeks": the count before "last"."""
-    j = i + 1 if _fold(tokens, i) == "the" else i
+    j = i + 1 if fold_at(tokens, i) == "the" else i
     counted = count_at(tokens, j) if j < len(tokens) else None
-    if counted is None or counted[0] < 2 or not lx.ROLLING.match(_fold(tokens, counted[1])):
+    if counted is None or counted[0] < 2 or not lx.ROLLING.match(fold_at(tokens, counted[1])):
         return None
     unit = unit_at(tokens, counted[1] + 1)
     if unit is None or unit[0] in ("quarter", "half"):
@@ -483,8 +479,8 @@ _PREVIOUS = re.compile(r"^(?:previous|preceding|предыдущ\w*|прошед
 
 
 def _previous_n(tokens: list[Token], i: int, today: date) -> Anchor | None:
-    j = i + 1 if _fold(tokens, i) == "the" else i
-    if not _PREVIOUS.match(_fold(tokens, j)):
+    j = i + 1 if fold_at(tokens, i) == "the" else i
+    if not _PREVIOUS.match(fold_at(tokens, j)):
         return None
     counted = count_at(tokens, j + 1) if j + 1 < len(tokens) else None
     found = amount(tokens, j + 1) if counted is not None and counted[0] >= 2 else None  # not "a half-year"
@@ -498,7 +494,7 @@ def duration_window(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = amount(tokens, i)
     if found is None or found.unit in ("quarter", "half"):
         return None
-    if _fold(tokens, found.next) in lx.AGO:
+    if fold_at(tokens, found.next) in lx.AGO:
         return None
     return _window(i, found.next, shift(today, found.unit, -found.count), today)
 
@@ -509,8 +505,8 @@ def _window(first: int, next_index: int, start: date, today: date) -> Anchor:
 
 def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """this/last/previous/next/the one before last + a unit; a season or month of such a year."""
-    j = i + 1 if _fold(tokens, i) == "the" else i
-    fold = _fold(tokens, j)
+    j = i + 1 if fold_at(tokens, i) == "the" else i
+    fold = fold_at(tokens, j)
     days_back = lx.days_back(tokens, j)
     if days_back is not None:
         day = today - timedelta(days=days_back[0])
@@ -520,13 +516,13 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return _unit_offset(i, j + 1, compound_unit, compound_offset, today)
     offset = lx.relative(fold)
     unit = unit_at(tokens, j + 1) if offset is not None else unit_at(tokens, j)
-    if unit is not None and _fold(tokens, unit[1] - 1) in lx.PLURAL_UNITS:
+    if unit is not None and fold_at(tokens, unit[1] - 1) in lx.PLURAL_UNITS:
         return None  # "in den letzten Jahren": recent years, not last year
-    if offset is None and unit is not None and (_fold(tokens, unit[1]), _fold(tokens, unit[1] + 1)) == lx.BEFORE_LAST:
+    if offset is None and unit is not None and (fold_at(tokens, unit[1]), fold_at(tokens, unit[1] + 1)) == lx.BEFORE_LAST:
         return _unit_offset(i, unit[1] + 2, unit[0], -2, today)  # "the year before last"
     if offset is None:
         return None
-    if unit is not None and unit[0] == "year" and _fold(tokens, unit[1]) == "s" \
+    if unit is not None and unit[0] == "year" and fold_at(tokens, unit[1]) == "s" \
             and tokens[unit[1]].before in ("'", "’"):
         of_year = _season(tokens, unit[1] + 1, today) or _month(tokens, unit[1] + 1, today)
         if of_year is not None and of_year.refit is not None:  # "last year's November"

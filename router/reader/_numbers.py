@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from router.reader._lexicon import UNITS, Unit
-from router.reader._tokens import Token, standalone_number
+from router.reader._tokens import Token, fold_at, standalone_number
 
 
 def _forms(value: int, *words: str) -> dict[str, int]:
@@ -81,7 +81,7 @@ def amount(tokens: list[Token], i: int) -> Amount | None:
     if word == "anderthalb" and _unit(tokens, i + 1) == "year":
         return Amount(18, "month", i, i + 2)
     fortnight = i + 1 if word in ("a", "one") else i  # "the past fortnight", "a fortnight ago"
-    if _fold_at(tokens, fortnight) == "fortnight":
+    if fold_at(tokens, fortnight) == "fortnight":
         return Amount(14, "day", i, fortnight + 1)
     half = _half(tokens, i)
     if half is not None:
@@ -97,10 +97,6 @@ def amount(tokens: list[Token], i: int) -> Amount | None:
     if unit is None or count <= 0 or tokens[k].before == "-":  # "six-day certificates": an adjective
         return None
     return Amount(count, unit, i, k + 1)
-
-
-def _fold_at(tokens: list[Token], i: int) -> str:
-    return tokens[i].fold if 0 <= i < len(tokens) else ""
 
 
 def _half(tokens: list[Token], i: int) -> Amount | None:
@@ -150,7 +146,7 @@ def count_at(tokens: list[Token], i: int) -> tuple[int, int] | None:
     value = NUMBER_WORDS.get(word)
     if value is None:
         return None
-    ones = _DIGIT_WORDS.get(_fold_at(tokens, i + 1))
+    ones = _DIGIT_WORDS.get(fold_at(tokens, i + 1))
     if value in range(20, 100, 10) and ones is not None and tokens[i].after in (" ", "-"):
         return value + ones, i + 2  # "twenty-five", "двадцать пять", "двадцати пяти"
     return value, i + 1

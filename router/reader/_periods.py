@@ -11,7 +11,7 @@ from datetime import date, timedelta
 
 from router.reader import _lexicon as lx
 from router.reader._anchors import Anchor, anchor_at, bare_day, duration_window
-from router.reader._tokens import Token
+from router.reader._tokens import Token, fold_at
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,6 @@ _ON = frozenset({"on", "onwards", "onward", "forward", "an"})
 _FILLERS = frozenset({"the", "dem", "den", "der", "des", "die", "das", "течение", "laufe", "verlauf", "course", "of"})
 
 
-def _fold(tokens: list[Token], i: int) -> str:
-    return tokens[i].fold if 0 <= i < len(tokens) else ""
-
-
 def _anchor(tokens: list[Token], i: int, today: date) -> Anchor | None:
     """The anchor at ``i``, also after filler words ("in the course of 2024", "im Laufe des Jahres")."""
     j = i
@@ -100,15 +96,15 @@ _END_WORDS = frozenset({"end", "конца", "конец", "ende"})
 
 def _comparison(tokens: list[Token], i: int) -> tuple[str, int] | None:
     """The operator a comparison at ``i`` is ("no later than" -> until) and the index after it."""
-    negated = _fold(tokens, i) in _NOT
+    negated = fold_at(tokens, i) in _NOT
     k = i + 1 if negated else i
-    word = _fold(tokens, k)
-    if (word, _fold(tokens, k + 1)) == ("more", "recent"):
+    word = fold_at(tokens, k)
+    if (word, fold_at(tokens, k + 1)) == ("more", "recent"):
         word, k = "newer", k + 1
     if word not in _EARLIER_THAN and word not in _LATER_THAN:
         return None
     k += 1
-    if _fold(tokens, k) in _THAN:
+    if fold_at(tokens, k) in _THAN:
         k += 1
     elif not _CYRILLIC.match(word):
         return None  # "older posts", "ältere Beiträge": an English or German comparison needs its "than"
@@ -122,7 +118,7 @@ def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
     compared = _comparison(tokens, i)
     if compared is not None:
         return compared
-    one, two = _fold(tokens, i), _fold(tokens, i + 1)
+    one, two = fold_at(tokens, i), fold_at(tokens, i + 1)
     pairs = {("начиная", "с"): "since", ("начиная", "со"): "since", ("starting", "from"): "since",
              ("starting", "in"): "since", ("prior", "to"): "before", ("up", "to"): "until",
              ("bis", "zum"): "until", ("bis", "zur"): "until", ("в", "течение"): "in"}
@@ -135,9 +131,9 @@ def _operator(tokens: list[Token], i: int) -> tuple[str, int] | None:
             return None
         mode, end = found, i + 1
     if mode == "until":  # "up to and including 2012", "bis einschließlich 2012": the end is in the period
-        if (_fold(tokens, end), _fold(tokens, end + 1)) == ("and", "including"):
+        if (fold_at(tokens, end), fold_at(tokens, end + 1)) == ("and", "including"):
             end += 2
-        elif _fold(tokens, end) in _INCLUDING:
+        elif fold_at(tokens, end) in _INCLUDING:
             end += 1
     return mode, end
 
@@ -150,11 +146,11 @@ def _join(tokens: list[Token], after_index: int) -> int | None:
     previous = tokens[after_index - 1]
     if previous.after.strip() in _DASHES and after_index < len(tokens):
         return after_index
-    if _fold(tokens, after_index) in lx.RANGE_JOIN:
+    if fold_at(tokens, after_index) in lx.RANGE_JOIN:
         j = after_index + 1
-        if _fold(tokens, j) in _INCLUDING:  # "von 2009 bis einschließlich 2011"
+        if fold_at(tokens, j) in _INCLUDING:  # "von 2009 bis einschließlich 2011"
             j += 1
-        return j + 1 if _fold(tokens, j) in ("zum", "zur", "the") else j
+        return j + 1 if fold_at(tokens, j) in ("zum", "zur", "the") else j
     return None
 
 
@@ -165,10 +161,12 @@ _NOW = {("now",): 1, ("date",): 1, ("present",): 1, ("the", "present"): 2, ("thi
         ("dato",): 1, ("heutigen", "tag"): 2}
 
 
-def _now(tokens: list[Token], j: int, today: date) -> Anchor | None:
+def _to_now(tokens: list[Token], first: int, a: Anchor, j: int, today: date) -> PhraseRead | None:
+    """The range from ``a`` to today when its second end at ``j`` says now."""
     for words, length in _NOW.items():
-        if tuple(_fold(tokens, j + k) for k in range(length)) == words:
-            return Anchor(j, j + length, today, today, "day")
+        if tuple(fold_at(tokens, j + k) for k in range(length)) == words:
+            now = Anchor(j, j + length, today, today, "day")
+            return PhraseRead(first, now.next, a.start, today, a, "range", now) if a.start <= today else None
     return None
 
 
@@ -183,10 +181,8 @@ def _range(tokens: list[Token], i: int, first: int, today: date) -> PhraseRead |
     if j is None:
         return None
     b = _anchor(tokens, j, today)
-    if b is None and a is not None and (now := _now(tokens, j, today)) is not None:
-        return PhraseRead(first, now.next, a.start, today, a, "range", now) if a.start <= today else None
     if b is None:
-        return None
+        return _to_now(tokens, first, a, j, today) if a is not None else None
     a = _compose(a, day, b, tokens, i)
     if a is None or a.start > b.end:
         return None
@@ -214,13 +210,12 @@ def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> PhraseRead | No
     if a.kind not in ("year", "month", "day", "bare-month", "season", "quarter"):
         return None
     j = _join(tokens, a.next)
-    if j is None or _fold(tokens, a.next) in ("and", "и", "und"):
+    if j is None or fold_at(tokens, a.next) in ("and", "и", "und"):
         return None  # "2020 and 2022" is two years, not a range
     b = _anchor(tokens, j, today)
-    now = _now(tokens, j, today) if b is None and a.year_given else None
-    if now is not None and a.start <= today:  # "2020 to now"
-        return PhraseRead(a.first, now.next, a.start, today, a, "range", now)
-    if b is None or b.kind != a.kind.replace("bare-", "") and not (a.kind, b.kind) == ("bare-month", "month"):
+    if b is None:
+        return _to_now(tokens, a.first, a, j, today) if a.year_given else None  # "2020 to now"
+    if b.kind != a.kind.replace("bare-", "") and not (a.kind, b.kind) == ("bare-month", "month"):
         return None
     fitted = _compose(a, None, b, tokens, a.first)
     if fitted is None or fitted.start > b.end:
@@ -230,7 +225,7 @@ def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> PhraseRead | No
 
 def _open_ended(tokens: list[Token], read: PhraseRead) -> PhraseRead:
     """ "from 2019 on", "2019 and later", "2015 und früher": the period runs on / from the start."""
-    one, two = _fold(tokens, read.next), _fold(tokens, read.next + 1)
+    one, two = fold_at(tokens, read.next), fold_at(tokens, read.next + 1)
     if one in _ON:
         return PhraseRead(read.first, read.next + 1, read.date_from, None, read.anchor, "since")
     if one in ("and", "or", "и", "или", "und", "oder") and two in _LATER:
@@ -255,7 +250,7 @@ def _apply(mode: str, first: int, a: Anchor) -> PhraseRead:
 def period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
     """The period that starts at token ``i``, or None."""
     found = _period_at(tokens, i, today)
-    if found is None and _fold(tokens, i) in _FILLERS and _fold(tokens, i) != "of" and i + 1 < len(tokens):
+    if found is None and fold_at(tokens, i) in _FILLERS and fold_at(tokens, i) != "of" and i + 1 < len(tokens):
         inner = _period_at(tokens, i + 1, today)  # "the 1990s", "die 2000er": the article is part of it
         if inner is not None and inner.mode == "in":
             return replace(inner, first=i)
@@ -263,10 +258,10 @@ def period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
 
 
 def _period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
-    fold = _fold(tokens, i)
+    fold = fold_at(tokens, i)
     if fold in lx.RANGE_OPEN:
         ranged = _range(tokens, i + 1, i, today) or _range(tokens, i + 2, i, today) \
-            if _fold(tokens, i + 1) in _FILLERS else _range(tokens, i + 1, i, today)
+            if fold_at(tokens, i + 1) in _FILLERS else _range(tokens, i + 1, i, today)
         if ranged is not None:
             return ranged
     bare = anchor_at(tokens, i, today)
@@ -286,9 +281,9 @@ def _period_at(tokens: list[Token], i: int, today: date) -> PhraseRead | None:
         a = Anchor(a.first, a.next, a.start, a.end, a.kind[5:], a.year_given, a.refit)
     if mode == "in":
         return _ranged_tail(tokens, a, today) or _open_ended(tokens, _apply("in", i, a))
-    if mode == "before" and a.kind == "part" and _fold(tokens, a.first) in _END_WORDS:
+    if mode == "before" and a.kind == "part" and fold_at(tokens, a.first) in _END_WORDS:
         return _apply("until", i, a)  # "до конца 2019 года", "before the end of 2019": to the year's end
-    if mode in ("before", "until") and _fold(tokens, a.next) in _INCLUDING:
+    if mode in ("before", "until") and fold_at(tokens, a.next) in _INCLUDING:
         # "до марта 2020 года включительно", "bis März 2020 einschließlich": its end is in the period
         return replace(_apply("until", i, a), next=a.next + 1)
     return _apply(mode, i, a)

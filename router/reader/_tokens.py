@@ -28,6 +28,11 @@ class Token:
         return int(self.text) if self.text.isdigit() and not self.version else None
 
 
+def fold_at(tokens: list[Token], i: int) -> str:
+    """The folded word at ``i``, or "" past either end (the grammar looks ahead and back freely)."""
+    return tokens[i].fold if 0 <= i < len(tokens) else ""
+
+
 def tokenize(text: str) -> list[Token]:
     matches = list(_TOKEN.finditer(text))
     tokens: list[Token] = []
