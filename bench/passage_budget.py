@@ -38,6 +38,7 @@ async def measure(split: str, budgets: list[int]) -> dict[int, BudgetTotals]:
     from retrieval.hybrid import RetrievalConfig, retrieve
     from retrieval.rag import RagContext, resolve_read_version
     from retrieval.search import normalize_search, search_articles
+    from router.question_reading import retrieval_text
 
     settings = get_settings()
     pool = await create_pool(settings.database_url, min_size=1, max_size=2)
@@ -53,12 +54,13 @@ async def measure(split: str, budgets: list[int]) -> dict[int, BudgetTotals]:
         if case.tool == "SearchAndAskArticles":
             query = normalize_search(case.search or {}, limits=settings.limits, today=date.fromisoformat(case.today))
             scope = [item.id for item in (await search_articles(pool, query)).items]
-        retrieved = await retrieve(pool, ctx.store, ctx.embedders, version, case.question, language=case.language,
+        asked = retrieval_text(case.question) or case.question  # as the router's executors ask
+        retrieved = await retrieve(pool, ctx.store, ctx.embedders, version, asked, language=case.language,
                                    scope=scope, config=RetrievalConfig.from_settings(settings))
         sources = await visible_sources(pool, [h.chunk.localization_id for h in retrieved.hits])
         hits = [h for h in retrieved.hits if h.chunk.localization_id in sources]
         for budget in budgets:
-            selection = select_passages(hits, sources, budget, case.question) if hits else None
+            selection = select_passages(hits, sources, budget, asked) if hits else None
             text = " ".join(selection.texts).lower() if selection else ""
             found = sum(any(form.lower() in text for form in fact) for fact in case.key_facts)
             totals[budget].found += found

@@ -35,6 +35,7 @@ from infra.text_language import detect
 from retrieval.answer_check import citation_numbers, has_cyrillic, stems
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError
 from retrieval.answer_stream import DELTA, AnswerStream
+from retrieval.hybrid import RetrievalText
 from retrieval.rag import RagContext, answer_question
 from retrieval.rag_eval import machine, percentile
 from retrieval.search import normalize_search, search_articles
@@ -138,7 +139,7 @@ def score_case(case: AnswerCase, outcome: AskOutcome, first_delta_s: float | Non
     )
 
 
-async def run_case(ctx: RagContext, case: AnswerCase) -> CaseResult:
+async def run_case(ctx: RagContext, case: AnswerCase, retrieval_text: RetrievalText | None = None) -> CaseResult:
     """One case through the real path: search (combined) then retrieve, select, answer, check."""
     stream = _TimedStream(ctx.pool)
     started = time.monotonic()
@@ -153,6 +154,7 @@ async def run_case(ctx: RagContext, case: AnswerCase) -> CaseResult:
     outcome = await answer_question(
         ctx, question=case.question, language=case.language, answer_language=case.answer_language, scope=scope,
         scope_truncated=truncated, deadline=deadline, stream=stream,
+        retrieval_text=retrieval_text(case.question) if retrieval_text else None,
     )
     return score_case(case, outcome, stream.first_delta_s, time.monotonic() - started)
 
@@ -211,7 +213,8 @@ def render_markdown(report: dict[str, Any], *, title: str) -> str:
 
 
 async def run_answer_eval(
-    ctxs: Sequence[RagContext], cases: Sequence[AnswerCase], *, time_budget_s: float | None = None
+    ctxs: Sequence[RagContext], cases: Sequence[AnswerCase], *, time_budget_s: float | None = None,
+    retrieval_text: RetrievalText | None = None,
 ) -> dict[str, Any]:
     """Every case with every answer model (one context each), cases interleaved across models so a
     load spike on a shared machine hits them alike. With ``time_budget_s``, no case starts after
@@ -232,7 +235,7 @@ async def run_answer_eval(
         if stop_at is not None and time.monotonic() >= stop_at:
             break
         for ctx, report in zip(ctxs, reports, strict=True):
-            report.results.append(await run_case(ctx, case))
+            report.results.append(await run_case(ctx, case, retrieval_text))
         ran += 1
     return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
             "collection": version.name, "cases": ran, "casesPlanned": len(cases),
@@ -240,7 +243,8 @@ async def run_answer_eval(
 
 
 async def eval_installation(
-    settings: Settings, cases: Sequence[AnswerCase], models: Sequence[str], *, time_budget_s: float | None = None
+    settings: Settings, cases: Sequence[AnswerCase], models: Sequence[str], *, time_budget_s: float | None = None,
+    retrieval_text: RetrievalText | None = None,
 ) -> dict[str, Any]:
     """The configured database, vector store and LLM endpoint; one run per answer model. With
     Qdrant Edge stop the vector worker first (it holds the store)."""
@@ -260,7 +264,7 @@ async def eval_installation(
             ctxs.append(RagContext(settings=configured, pool=pool, store=store, embedders=embedders,
                                    llm=create_llm_client(configured) if configured.llm_configured else None,
                                    reranker=reranker))
-        return await run_answer_eval(ctxs, cases, time_budget_s=time_budget_s)
+        return await run_answer_eval(ctxs, cases, time_budget_s=time_budget_s, retrieval_text=retrieval_text)
     finally:
         if reranker is not None:
             await reranker.close()

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import asyncpg
 
@@ -27,6 +28,11 @@ from infra.vectors import Hit, StoredChunk, VectorStore
 from retrieval.embeddings import EmbedderRegistry
 from retrieval.everyday_words import naming_words
 from retrieval.rerank import Reranker
+
+# The text retrieval reads for a question, None: the question itself. The router's reader gives it
+# (the question without its language cues); the evaluations take it as a parameter, since
+# retrieval may not import the router.
+RetrievalText: TypeAlias = Callable[[str], str | None]
 
 
 @dataclass(frozen=True)

@@ -137,9 +137,12 @@ async def answer_question(
     deadline: float | None = None,
     job_id: str | None = None,
     stream: AnswerStream | None = None,
+    retrieval_text: str | None = None,
 ) -> AskOutcome:
     """Retrieve, select, answer (``stream``: where the answer's deltas go; by default the job's
-    events when there is a ``job_id``)."""
+    events when there is a ``job_id``). ``retrieval_text`` is what retrieval and the passages'
+    cut read instead of the question (the router's: the question without its language cues,
+    `router.question_reading.retrieval_text`); the model always reads the question."""
     if answer_language not in LANGUAGE_NAMES:
         raise ValueError(f"answer_language must be one of {sorted(LANGUAGE_NAMES)}, not {answer_language!r}")
     if scope is not None and not scope:
@@ -149,8 +152,9 @@ async def answer_question(
     version = await resolve_read_version(ctx)
     if version is None:
         return _no_results(answer_language, "no articles are indexed yet (run `turnout reembed`)")
+    query = retrieval_text or question
     retrieved = await retrieve(
-        ctx.pool, ctx.store, ctx.embedders, version, question, language=language, scope=scope_ids,
+        ctx.pool, ctx.store, ctx.embedders, version, query, language=language, scope=scope_ids,
         config=RetrievalConfig.from_settings(ctx.settings), deadline=deadline, reranker=ctx.reranker,
     )
     hits = retrieved.hits
@@ -160,7 +164,7 @@ async def answer_question(
         return _no_results(answer_language, "no article passage matches the question")
 
     budget = min(ctx.settings.rag_answer_context_tokens, ctx.settings.limits.rag_context_tokens)
-    selection = select_passages(hits, sources, budget, question)
+    selection = select_passages(hits, sources, budget, query)
     stream = stream if stream is not None else AnswerStream(ctx.pool, job_id) if job_id is not None else None
     if stream is not None:
         await stream.start()
@@ -321,7 +325,8 @@ def _extractive(
     quoted = selection.articles[:EXTRACTIVE_PASSAGES]
     lines = [_EXTRACTIVE_HEADER[why][answer_language], ""]
     for a in quoted:
-        lines.append(f"[{a.number}] {a.source.title}: «{_snippet(a.texts[0], PASSAGE_CHARS)}»")
+        # The title is quoted too: it is the source's words, often in another language than the answer's.
+        lines.append(f"[{a.number}] «{a.source.title}»: «{_snippet(a.texts[0], PASSAGE_CHARS)}»")
     return AskOutcome(
         status=ResultStatus.ANSWERED,
         answer="\n".join(lines),
@@ -340,7 +345,7 @@ async def answer_request(ctx: RagContext, request: AskRequest, *, deadline: floa
         return await answer_question(
             ctx, question=request.question, language=request.language, answer_language=request.answer_language,
             scope=request.scope, scope_truncated=request.scope_truncated, deadline=deadline,
-            job_id=request.job_id,
+            job_id=request.job_id, retrieval_text=request.retrieval_text,
         )
     except EmbeddingError as exc:
         log.error("cannot embed the question: %s", exc)

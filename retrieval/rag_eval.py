@@ -32,7 +32,7 @@ from infra.results import LANGUAGES
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import VectorStore
 from retrieval.embeddings import EmbedderRegistry
-from retrieval.hybrid import RetrievalConfig, retrieve
+from retrieval.hybrid import RetrievalConfig, RetrievalText, retrieve
 from retrieval.rerank import Reranker
 
 DATA = Path(__file__).parent / "data"
@@ -186,6 +186,7 @@ async def run_rag_eval(
     version: CollectionVersion,
     cases: Sequence[RagEvalCase],
     modes: Sequence[EvalMode],
+    retrieval_text: RetrievalText | None = None,
 ) -> dict[str, Any]:
     """Run every case in every mode; returns the report document (``render_markdown`` prints it)."""
     indexed = set(await chunks_db.indexed_localizations(
@@ -202,8 +203,9 @@ async def run_rag_eval(
     for case in cases:
         for mode in modes:
             started = time.monotonic()
+            query = (retrieval_text(case.question) if retrieval_text else None) or case.question
             retrieved = await retrieve(
-                pool, store, embedders, version, case.question, language=case.language,
+                pool, store, embedders, version, query, language=case.language,
                 scope=list(case.scope) if case.scope is not None else None, config=mode.config,
                 reranker=mode.reranker,
             )
@@ -258,7 +260,9 @@ def resolve_set(name_or_path: str) -> Path:
     return SETS.get(name_or_path) or Path(name_or_path)
 
 
-async def eval_installation(settings: Settings, cases: Sequence[RagEvalCase]) -> dict[str, Any]:
+async def eval_installation(
+    settings: Settings, cases: Sequence[RagEvalCase], retrieval_text: RetrievalText | None = None
+) -> dict[str, Any]:
     """Evaluate against the configured database and vector store, on the version serving reads.
     Qdrant Edge may be opened by one process only: stop the vector worker first, or use a server."""
     from infra.db.pool import create_pool
@@ -274,7 +278,8 @@ async def eval_installation(settings: Settings, cases: Sequence[RagEvalCase]) ->
         version = await resolve_read_version(ctx)
         if version is None:
             raise RagEvalFileError("no collection version serves reads: run `turnout reembed` first")
-        return await run_rag_eval(pool, store, ctx.embedders, version, cases, default_modes(settings, ctx.reranker))
+        return await run_rag_eval(pool, store, ctx.embedders, version, cases, default_modes(settings, ctx.reranker),
+                                  retrieval_text)
     finally:
         if reranker is not None:
             await reranker.close()

@@ -19,6 +19,7 @@ import asyncpg
 
 from infra.messages.ask import AskOutcome
 from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch
+from router.question_reading import retrieval_text
 
 if TYPE_CHECKING:
     from retrieval.rag import RagContext
@@ -43,6 +44,11 @@ class AskCall:
     scope: Sequence[str] | None = None
     scope_truncated: bool = False
     job_id: str | None = None
+
+    @property
+    def retrieval_text(self) -> str | None:
+        """What retrieval reads instead of the question (its language cues left out), None: the question."""
+        return retrieval_text(self.question)
 
 
 class ToolExecutor(Protocol):
@@ -78,4 +84,5 @@ class InProcessExecutor:
         return await answer_question(
             self.rag, question=call.question, language=call.language, answer_language=call.answer_language,
             scope=call.scope, scope_truncated=call.scope_truncated, deadline=deadline, job_id=call.job_id,
+            retrieval_text=call.retrieval_text,
         )

@@ -18,9 +18,9 @@ from infra.results import Language, LanguageFilter
 from router.intent import ASK_CLAUSE, BRIEF_ANSWER, strip_greeting
 from router.language import written_language
 from router.material_language import material_language
-from router.reader import COLLECTION_NOUN, DateExpectation, QuestionCues, read_cues
+from router.reader import COLLECTION_NOUN, DateExpectation, QuestionCues, language_cues, read_cues
 
-__all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question"]
+__all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question", "retrieval_text"]
 
 # Verbs of publication say when, not what: "what was published/вышло/erschienen", "kamen … raus".
 _PUBLICATION_VERB = re.compile(
@@ -124,3 +124,21 @@ def read_question(
                          or BRIEF_ANSWER.search(cues.rest) is not None),
         unread_period=cues.period.unread,
     )
+
+
+_SPACE_BEFORE_MARK = re.compile(r"\s+([,.;:!?])")  # what a cut cue leaves: "Erkläre mir bitte , welche"
+
+
+def retrieval_text(question: str) -> str | None:
+    """The question as RAG retrieval should read it: without its language cues ("auf Russisch",
+    "in any language", "Ищи в английских статьях"), None when it names none.
+
+    Those words choose the filter and the answer's language, which are applied apart; left in the
+    query they are content to both retrieval lists: "Russisch" was the rarest word of a German
+    question about challenge types and brought articles mentioning Russian first (the one that
+    answers it fell out of the top 20), and the vector side drifted the same way. The answer model
+    still reads the whole question.
+    """
+    text = " ".join(question.split())
+    rest = _SPACE_BEFORE_MARK.sub(r"\1", " ".join(language_cues(text).rest.split()))
+    return rest if rest and rest != text else None

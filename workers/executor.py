@@ -51,7 +51,7 @@ class QueueExecutor:
 
     async def ask(self, call: AskCall, *, deadline: float | None = None) -> AskOutcome:
         request = AskRequest(
-            question=call.question, language=call.language, answer_language=call.answer_language,
+            question=call.question, retrieval_text=call.retrieval_text, language=call.language, answer_language=call.answer_language,
             scope=list(call.scope) if call.scope is not None else None, scope_truncated=call.scope_truncated,
             deadline_s=max(0.01, remaining_s(deadline)), job_id=call.job_id,
         )

@@ -17,6 +17,7 @@ class AskRequest(WireModel):
     """The ``turnout.rag.answer`` task's payload. Unknown fields are refused (a forged payload)."""
 
     question: str = Field(min_length=1, max_length=10_000)
+    retrieval_text: str | None = Field(default=None, max_length=10_000)  # what retrieval reads; None: the question
     language: LanguageFilter | None = None  # one code or several (the articles' languages)
     answer_language: Language
     scope: list[str] | None = None  # localization ids; None: the whole collection

@@ -3,6 +3,7 @@ scripted LLM: scoped pre-filter, empty scope, answer language, coverage, injecti
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import asyncpg
@@ -163,11 +164,13 @@ async def test_extractive_answer_when_no_llm_is_configured(
     await load(rag_db)
     await index(ctx)
     assert ctx.llm is None
-    outcome = await answer_question(ctx, question="Как испечь ржаной хлеб?", language="ru", answer_language="ru",
+    outcome = await answer_question(ctx, question="Wie backt man Roggenbrot?", language="ru", answer_language="de",
                                     scope=None)
     assert outcome.status is ResultStatus.ANSWERED and outcome.answer_kind == "extractive"
-    assert outcome.answer is not None and outcome.answer.startswith("Извлечённый ответ")
-    assert "[1] Как испечь ржаной хлеб: «" in outcome.answer
+    assert outcome.answer is not None and outcome.answer.startswith("Extraktive Antwort")
+    assert "[1] «Как испечь ржаной хлеб»: «" in outcome.answer
+    # The source's words (its title too) are quoted: what is left is the answer's own, in German.
+    assert not re.search(r"[а-яё]", re.sub(r"«[^»]*»", "", outcome.answer), re.I)
     assert outcome.sources[0].article_id == "bread-ru"
     assert outcome.usage.llm_calls == 0 and llm.requests == []
     assert outcome.message is not None and "no language model" in outcome.message

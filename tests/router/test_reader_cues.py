@@ -11,7 +11,7 @@ import pytest
 
 from router.fallback import fallback_decision
 from router.material_language import material_language
-from router.question_reading import read_question
+from router.question_reading import read_question, retrieval_text
 from router.reader import language_cues, read_cues, read_order
 
 TODAY = date(2026, 11, 29)  # a Sunday
@@ -419,3 +419,17 @@ def test_a_language_phrase_heading_the_message_before_a_colon_says_how_to_answer
 ) -> None:
     reading = read_question(question, TODAY)
     assert (reading.language, reading.answer_asked) == (articles, answer)
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("Erkläre mir bitte auf Russisch, welche Challenge-Typen es gibt.", "Erkläre mir bitte, welche Challenge-Typen es gibt."),
+    ("Что нового в Ruby 3.1? Ищи в английских статьях.", "Что нового в Ruby 3.1? Ищи в статьях."),
+    ("Where did the Germany.rb 2010 meetup take place? Search articles in any language.",
+     "Where did the Germany.rb 2010 meetup take place? Search articles."),
+    ("Ответь по-английски: что такое CAA?", "Ответь: что такое CAA?"),
+    ("Was ist Ruby Box? Antworte auf Englisch oder Deutsch.", "Was ist Ruby Box? Antworte."),
+    ("How does Ruby 3.4 parse its code?", None),  # no cue: retrieval reads the question as asked
+    ("Was ist neu in Ruby 3.4?", None),
+])
+def test_retrieval_reads_the_question_without_its_language_cues(question: str, expected: str | None) -> None:
+    assert retrieval_text(question) == expected
