@@ -10,7 +10,8 @@ answers over the language filter. Per answer model:
   cannot help — judged here by its words (``NON_ANSWER``), independently of the product's check;
 - **key-fact recall**: a fact counts when any of its surface forms occurs (case-insensitive);
 - **citation validity**: every ``[n]`` names a source and its sentence shares a content word with
-  that source's title or snippet (across scripts, resolving is enough);
+  that source's title or snippet (across scripts, resolving is enough) -- and, the issue's own
+  definition, with its title or the passages the model read of it (the chunks in ``Source.chunks``);
 - **repeated sources**: answers whose sources list an article twice (must be 0);
 - **time to first delta** and to the final answer (p50/p95).
 """
@@ -27,6 +28,7 @@ from typing import Any
 import asyncpg
 from pydantic.alias_generators import to_camel
 
+from infra.db.rag_chunks import chunks_of
 from infra.llm import create_llm_client
 from infra.messages.ask import AskOutcome
 from infra.results import Source
@@ -80,7 +82,8 @@ class CaseResult:
     facts_found: int
     facts: int
     citations: int
-    citations_valid: int
+    citations_valid: int  # against the cited source's title and snippet (what a reader sees)
+    citations_valid_read: int  # against its title and the passages the model read (the chunks it used)
     repeated_sources: bool
     expected_cited: bool
     first_delta_s: float | None
@@ -97,8 +100,9 @@ def _prose(answer: str) -> str:
     return re.sub(r"\[\d+\]", " ", _QUOTE.sub(" ", answer))
 
 
-def citation_validity(answer: str, sources: Sequence[Source]) -> tuple[int, int]:
-    """(markers, valid markers): a valid one names a source sharing a content word with its sentence."""
+def citation_validity(answer: str, sources: Sequence[Source], read: Sequence[str] | None = None) -> tuple[int, int]:
+    """(markers, valid markers): a valid one names a source sharing a content word with its sentence --
+    with its title and snippet, or with ``read[n-1]`` (its title and the chunks the model read) when given."""
     total = valid = 0
     sentences: list[str] = []
     for line in answer.splitlines():
@@ -112,19 +116,23 @@ def citation_validity(answer: str, sources: Sequence[Source]) -> tuple[int, int]
             if not 1 <= n <= len(sources):
                 continue
             source = sources[n - 1]
-            cited = source.title + " " + source.snippet
+            cited = read[n - 1] if read is not None else source.title + " " + source.snippet
             if words & stems(cited) or cyrillic != has_cyrillic(cited):
                 valid += 1
     return total, valid
 
 
-def score_case(case: AnswerCase, outcome: AskOutcome, first_delta_s: float | None, total_s: float) -> CaseResult:
+def score_case(
+    case: AnswerCase, outcome: AskOutcome, first_delta_s: float | None, total_s: float, read: Sequence[str] | None = None
+) -> CaseResult:
+    """``read``: per source, its title and the chunks the model read (None: scored on the snippets alone)."""
     answer = outcome.answer or ""
     prose = _prose(answer)
     ids = [s.article_id for s in outcome.sources]
     lowered = answer.lower()
     found = sum(1 for forms in case.key_facts if any(f.lower() in lowered for f in forms))
     markers, valid = citation_validity(answer, outcome.sources)
+    valid_read = citation_validity(answer, outcome.sources, read)[1] if read is not None else valid
     cited = {ids[n - 1] for n in citation_numbers(answer) if 1 <= n <= len(ids)}
     llm_answer = outcome.answer_kind == "llm"
     restated = llm_answer and not (stems(prose) - stems(case.question))
@@ -133,13 +141,23 @@ def score_case(case: AnswerCase, outcome: AskOutcome, first_delta_s: float | Non
         language_right=bool(prose.strip()) and detect(prose) == case.answer_language,
         # On a no_answer case saying "not in the articles" is the right answer, not a non-answer.
         non_answer=llm_answer and bool(case.key_facts) and (bool(NON_ANSWER.search(prose)) or restated),
-        facts_found=found, facts=len(case.key_facts), citations=markers, citations_valid=valid,
+        facts_found=found, facts=len(case.key_facts), citations=markers, citations_valid=valid, citations_valid_read=valid_read,
         repeated_sources=len(ids) != len(set(ids)), expected_cited=bool(cited & set(case.article_ids)),
         first_delta_s=first_delta_s, total_s=total_s, message=outcome.message, answer=outcome.answer,
     )
 
 
-async def run_case(ctx: RagContext, case: AnswerCase, retrieval_text: RetrievalText | None = None) -> CaseResult:
+async def read_by_source(pool: asyncpg.Pool, collection: str, sources: Sequence[Source]) -> list[str]:
+    """Each source's title and the whole chunks the answer model read of it (``Source.chunks``)."""
+    rows = await chunks_of(pool, collection, [s.article_id for s in sources])
+    return [s.title + "\n" + "\n".join(r.text for r in rows
+                                        if r.localization_id == s.article_id and r.position in (s.chunks or []))
+            for s in sources]
+
+
+async def run_case(
+    ctx: RagContext, case: AnswerCase, retrieval_text: RetrievalText | None = None, collection: str | None = None
+) -> CaseResult:
     """One case through the real path: search (combined) then retrieve, select, answer, check."""
     stream = _TimedStream(ctx.pool)
     started = time.monotonic()
@@ -156,7 +174,9 @@ async def run_case(ctx: RagContext, case: AnswerCase, retrieval_text: RetrievalT
         scope_truncated=truncated, deadline=deadline, stream=stream,
         retrieval_text=retrieval_text(case.question) if retrieval_text else None,
     )
-    return score_case(case, outcome, stream.first_delta_s, time.monotonic() - started)
+    total_s = time.monotonic() - started
+    read = await read_by_source(ctx.pool, collection, outcome.sources) if collection is not None else None
+    return score_case(case, outcome, stream.first_delta_s, total_s, read)
 
 
 @dataclass
@@ -182,6 +202,7 @@ class ModelReport:
             "keyFactRecallLlm": round(sum(x.facts_found for x in llm) / max(sum(x.facts for x in llm), 1), 3),
             "citations": markers,
             "citationValidity": round(sum(x.citations_valid for x in r) / markers, 3) if markers else None,
+            "citationValidityRead": round(sum(x.citations_valid_read for x in r) / markers, 3) if markers else None,
             "repeatedSources": sum(x.repeated_sources for x in r),
             "expectedCited": round(sum(x.expected_cited for x in r) / n, 3),
             "firstDeltaP50S": round(percentile(firsts, 50), 2), "firstDeltaP95S": round(percentile(firsts, 95), 2),
@@ -198,12 +219,13 @@ def render_markdown(report: dict[str, Any], *, title: str) -> str:
            if report.get("casesPlanned", report["cases"]) > report["cases"] else "") + f", {report['date']}", "",
         f"Machine: {report['machine']}. Version `{report['collection']}`.", "",
         "| model | llm / extractive | language right | accepted non-answers | key-fact recall (llm only) | "
-        "citations valid | repeated sources | expected article cited | first delta p50 / p95 s | "
+        "citations valid (snippets / passages read) | repeated sources | expected article cited | first delta p50 / p95 s | "
         "answer p50 / p95 s |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for m in report["models"]:
-        validity = "–" if m["citationValidity"] is None else f"{m['citationValidity']:.1%} of {m['citations']}"
+        validity = "–" if m["citationValidity"] is None else (
+            f"{m['citationValidity']:.1%} / {m.get('citationValidityRead', m['citationValidity']):.1%} of {m['citations']}")
         lines.append(
             f"| {m['model']} | {m['llmAnswers']} / {m['extractive']} | {m['languageRight']:.1%} | "
             f"{m['acceptedNonAnswers']} | {m['keyFactRecall']:.1%} ({m['keyFactRecallLlm']:.1%}) | {validity} | "
@@ -235,7 +257,7 @@ async def run_answer_eval(
         if stop_at is not None and time.monotonic() >= stop_at:
             break
         for ctx, report in zip(ctxs, reports, strict=True):
-            report.results.append(await run_case(ctx, case, retrieval_text))
+            report.results.append(await run_case(ctx, case, retrieval_text, version.name))
         ran += 1
     return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
             "collection": version.name, "cases": ran, "casesPlanned": len(cases),

@@ -74,7 +74,7 @@ async def test_eval_answers_runs_every_case_per_model_through_the_real_path(
     good, asks_back = report["models"]
     assert (good["model"], good["cases"], good["llmAnswers"]) == ("good", 3, 3)
     assert good["languageRight"] == 1.0 and good["acceptedNonAnswers"] == 0 and good["repeatedSources"] == 0
-    assert good["citationValidity"] == 1.0 and good["expectedCited"] == 1.0
+    assert good["citationValidity"] == 1.0 and good["citationValidityRead"] == 1.0 and good["expectedCited"] == 1.0
     assert good["keyFactRecall"] > 0
     assert all(r["firstDeltaS"] is not None and r["firstDeltaS"] <= r["totalS"] for r in good["results"])
     combined = next(r for r in good["results"] if r["id"] == "t-combined-de")
@@ -99,6 +99,11 @@ def test_scoring_of_one_answer() -> None:
     result = score_case(case, outcome, first_delta_s=1.0, total_s=2.0)
     assert (result.facts_found, result.facts) == (1, 2)  # "taint" found, "$SAFE" not
     assert (result.citations, result.citations_valid) == (2, 1)  # [2] names no source
+    # A sentence drawn from a passage the model read, not from the snippet a reader sees.
+    upgrade = outcome.model_copy(update={"answer": "Tainted strings reach system calls [1]. Upgrade to 2.6.4 [1]."})
+    read = [sources[0].title + "\nTainted strings reach system calls. Please upgrade to Ruby 2.6.4 or later."]
+    scored = score_case(case, upgrade, 1.0, 2.0, read)
+    assert (scored.citations, scored.citations_valid, scored.citations_valid_read) == (2, 1, 2)
     assert result.language_right and not result.non_answer and result.expected_cited
     asks = AskOutcome(status=ResultStatus.ANSWERED, answer="Please provide your question.", answer_kind="llm",
                       sources=sources, answer_language="en")
