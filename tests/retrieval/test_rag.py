@@ -231,6 +231,10 @@ def test_wire_round_trip_and_payload_validation() -> None:
     request = AskRequest.model_validate({"question": "q", "language": None, "answerLanguage": "ru", "scope": ["a"],
                                          "scopeTruncated": True, "deadlineS": 12.5})
     assert request.scope == ["a"] and request.scope_truncated and request.deadline_s == 12.5
+    assert request.retrieval_text is None  # retrieval reads the question
+    trimmed = AskRequest.model_validate({"question": "Erkläre auf Englisch: was ist X?", "answerLanguage": "en",
+                                         "retrievalText": "Erkläre: was ist X?"})
+    assert AskRequest.model_validate(trimmed.wire()).retrieval_text == "Erkläre: was ist X?"
     with pytest.raises(ValueError):
         AskRequest.model_validate({"question": "q", "answerLanguage": "fr"})
     with pytest.raises(ValueError):
