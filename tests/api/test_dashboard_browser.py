@@ -159,6 +159,7 @@ def _page_state(tools: DevTools) -> dict[str, Any]:
         for (const r of document.querySelectorAll('tr[data-queue]')) rows[r.dataset.queue] = r.dataset.succeeded5m;
         return {metrics, charts, health, rows, ready: document.body.dataset.ready,
                 refreshes: Number(document.body.dataset.refreshes), hash: location.hash,
+                generatedAt: document.body.dataset.generatedAt || '',
                 keyStored: sessionStorage.getItem('turnout.adminKey') !== null,
                 dialogOpen: document.getElementById('key-dialog').open,
                 scrollWidth: document.documentElement.scrollWidth};
@@ -183,7 +184,8 @@ def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], brow
     # Two completed refreshes: the page polls on its own.
     state = wait_until(lambda: (s := _page_state(browser)).get("refreshes", 0) >= 2 and s, timeout=30,
                        what="two dashboard refreshes")
-    summary = stack.summary()
+    state, summary = wait_until(lambda: _same_minute(browser, stack), timeout=30,
+                                what="the page and the API's summary in the same minute")
     assert state["ready"] == "true" and not state["dialogOpen"]
     assert state["hash"] == "" and state["keyStored"]  # the key left the URL for the tab's storage
 
@@ -199,6 +201,19 @@ def test_dashboard_draws_the_api_figures(busy_stack: tuple[OpsStack, Work], brow
     assert small["scrollWidth"] <= 1280
     assert len(small["charts"]["tokens"]["series"]["input"]) == 60
     assert all(c["points"] > 0 and c["width"] < state["charts"]["depth"]["width"] for c in small["charts"].values())
+
+
+def _same_minute(tools: DevTools, stack: OpsStack) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The page's state and the API's summary when both were drawn in the same minute, else None.
+
+    The series are per-minute buckets: a minute turning between the page's last refresh and the
+    test's own summary shifts every window by one bucket.
+    """
+    state = _page_state(tools)
+    summary = stack.summary()
+    if state.get("generatedAt", "")[:16] != summary["generatedAt"][:16]:
+        return None
+    return state, summary
 
 
 def _check_figures(stack: OpsStack, state: dict[str, Any], summary: dict[str, Any], work: Work) -> None:
