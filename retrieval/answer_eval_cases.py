@@ -1,4 +1,4 @@
-"""The labelled answer sets of `turnout eval-answers` (retrieval/data/answer_eval_{dev,test}.jsonl).
+"""The labelled answer sets of `turnout eval-answers` (retrieval/data/answer_eval_{dev,test,fresh,blind}.jsonl).
 
 One JSON object a line: ``id``, ``split``, ``question``, ``today`` (the date the question is asked
 on), ``tool`` (AskArticles | SearchAndAskArticles), ``questionLanguage``, ``answerLanguage``,
@@ -18,8 +18,9 @@ from infra.results import LANGUAGES
 
 DATA = Path(__file__).parent / "data"
 # dev: tune on it; test: the held-out half; fresh: a second held-out set, written blind after the
-# test half had been run (docs/rag.md, "Fourth round").
-SETS = {name: DATA / f"answer_eval_{name}.jsonl" for name in ("dev", "test", "fresh")}
+# test half had been run (docs/rag.md, "Fourth round"); blind: a third, written blind on articles no
+# earlier set uses before round 13's change and run once after it (docs/rag.md, "Round 13").
+SETS = {name: DATA / f"answer_eval_{name}.jsonl" for name in ("dev", "test", "fresh", "blind")}
 TOOLS = ("AskArticles", "SearchAndAskArticles")
 
 

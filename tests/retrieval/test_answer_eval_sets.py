@@ -1,4 +1,4 @@
-"""The shipped answer-evaluation sets (retrieval/data/answer_eval_{dev,test,fresh}.jsonl) hold labels
+"""The shipped answer-evaluation sets (retrieval/data/answer_eval_{dev,test,fresh,blind}.jsonl) hold labels
 that the real corpus supports: the format `turnout eval-answers` reads, checked against the articles."""
 
 from __future__ import annotations
@@ -60,17 +60,21 @@ def test_both_halves_have_the_shape_the_command_reads() -> None:
             assert all(fact and all(isinstance(form, str) and form for form in fact) for fact in row["keyFacts"])
 
 
-def test_the_fresh_set_is_new_and_has_the_shape_the_command_reads() -> None:
-    fresh, earlier = _rows("fresh"), _rows("dev") + _rows("test")
-    assert len(fresh) >= 30 and all(r["split"] == "fresh" and FIELDS <= r.keys() for r in fresh)
-    assert not {r["id"] for r in fresh} & {r["id"] for r in earlier}
-    # Written blind after the test half was run: no article of the earlier halves answers a fresh case.
-    assert not {i for r in fresh for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
-    tags = Counter(t for r in fresh for t in r["tags"])
+@pytest.mark.parametrize(("split", "earlier_splits"), [("fresh", ("dev", "test")), ("blind", ("dev", "test", "fresh"))])
+def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earlier_splits: tuple[str, ...]) -> None:
+    later, earlier = _rows(split), [r for s in earlier_splits for r in _rows(s)]
+    assert len(later) >= 30 and all(r["split"] == split and FIELDS <= r.keys() for r in later)
+    assert not {r["id"] for r in later} & {r["id"] for r in earlier}
+    # Written blind after the earlier sets were run: no article of theirs answers a later case.
+    assert not {i for r in later for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
+    tags = Counter(t for r in later for t in r["tags"])
     assert tags["cross_language"] >= 5 and tags["answer_language"] >= 3 and tags["combined"] >= 5, tags
+    assert 2 <= tags["no_answer"] <= 3, tags
+    by_language = Counter(r["questionLanguage"] for r in later)
+    assert by_language.keys() == LANGUAGES and min(by_language.values()) >= len(later) // 4, by_language
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "fresh"])
+@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind"])
 def test_labels_point_at_articles_that_hold_the_key_facts(split: str, corpus: dict[str, ArticleRecord]) -> None:
     for row in _rows(split):
         records = [corpus[i] for i in row["articleIds"]]  # KeyError names an id the corpus lacks
