@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from infra.results import Language
+from router.reader._patterns import without_spans
 from router.reader._patterns import words_pattern as _r
 from router.reader._spelling import inner_edits
 
@@ -140,7 +141,7 @@ def language_cues(question: str) -> LanguageCues:
     everything = _ALL_LANGUAGES.search(question)
     if everything is not None:
         cut.append(everything.span())
-    rest = _without(question, cut)
+    rest = without_spans(question, cut)
     answer = answer_mentions[-1].language if answer_mentions else None
     several = tuple(dict.fromkeys(m.language for m in articles))
     if everything is not None:
@@ -217,14 +218,3 @@ def _answer_beside_articles(text: str, articles: list[_Mention]) -> _Mention | N
             and len(COLLECTION_NOUN.findall(text[adjectives[0].end:phrase.phrase_start])) > 1:
         return None
     return phrase
-
-
-def _without(text: str, spans: list[tuple[int, int]]) -> str:
-    out, position = [], 0
-    for start, end in sorted(spans):
-        if start < position:
-            continue
-        out.append(text[position:start] + " ")
-        position = end
-    out.append(text[position:])
-    return "".join(out)

@@ -14,3 +14,15 @@ def words_pattern(pattern: str) -> re.Pattern[str]:
 def cut_match(text: str, match: re.Match[str]) -> str:
     """`text` without what `match` matched (a space in its place: the words on either side stay apart)."""
     return text[: match.start()] + " " + text[match.end():]
+
+
+def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by one space (a span inside an earlier one is skipped)."""
+    out, position = [], 0
+    for start, end in sorted(spans):
+        if start < position:
+            continue
+        out.append(text[position:start] + " ")
+        position = end
+    out.append(text[position:])
+    return "".join(out)

@@ -9,6 +9,7 @@ from datetime import date
 
 from router.reader import _lexicon as lx
 from router.reader._numbers import NUMBER_WORDS
+from router.reader._patterns import without_spans
 from router.reader._periods import DateExpectation, PhraseRead, expectation, period_at
 from router.reader._spelling import anchored, corrected, version_years
 from router.reader._tokens import Token, standalone_number, tokenize
@@ -38,7 +39,7 @@ def read_period(text: str, today: date) -> PeriodReading:
     unread = _unread_phrases(tokens, consumed)
     spans = [(p.start, p.end) for p in found] + [(tokens[a].start, tokens[b].end) for a, b in unread]
     phrases = tuple(text[tokens[a].start:tokens[b].end] for a, b in unread)
-    return PeriodReading(_joined(found, text), phrases, _without(text, spans))
+    return PeriodReading(_joined(found, text), phrases, " ".join(without_spans(text, spans).split()))
 
 
 def _reads(tokens: list[Token], today: date) -> list[PhraseRead]:
@@ -98,18 +99,6 @@ def _joined(found: list[DateExpectation], text: str) -> DateExpectation | None:
         last, phrase=text[first.start:found[-1].end], date_from=start, date_to_options=(max(ends), *last.date_to_options[1:]),
         earliest_from=None, start=first.start, end=found[-1].end, future=all(p.future for p in found),
     )
-
-
-def _without(text: str, spans: list[tuple[int, int]]) -> str:
-    out, position = [], 0
-    for start, end in sorted(spans):
-        if start < position:
-            continue
-        out.append(text[position:start])
-        out.append(" ")
-        position = end
-    out.append(text[position:])
-    return " ".join("".join(out).split())
 
 
 def _periodish(fold: str) -> bool:
