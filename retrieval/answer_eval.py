@@ -53,7 +53,7 @@ NON_ANSWER = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?(?:\s*\[\d+\])*")
-_QUOTE = re.compile(r"«[^»]*»|\"[^\"]*\"")
+_STRAIGHT_QUOTE = re.compile(r"\"[^\"]*\"")
 
 
 class _TimedStream(AnswerStream):
@@ -97,7 +97,24 @@ class CaseResult:
 
 def _prose(answer: str) -> str:
     """The answer without citation markers and quoted passages: the words the model wrote."""
-    return re.sub(r"\[\d+\]", " ", _QUOTE.sub(" ", answer))
+    return re.sub(r"\[\d+\]", " ", _STRAIGHT_QUOTE.sub(" ", _without_guillemets(answer)))
+
+
+def _without_guillemets(text: str) -> str:
+    """``text`` without its «…» quotes, nested ones included (a quoted passage quotes its own names:
+    «… представляет «Ruby Box» и «ZJIT» …»); a quote left open keeps its text."""
+    out: list[str] = []
+    depth, opened = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "«":
+            opened = i if depth == 0 else opened
+            depth += 1
+        elif ch == "»" and depth:
+            depth -= 1
+            out.append(" " if depth == 0 else "")
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out) + (text[opened:] if depth else "")
 
 
 def citation_validity(answer: str, sources: Sequence[Source], read: Sequence[str] | None = None) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore
 from retrieval.answer_eval import render_markdown, run_answer_eval, score_case
-from retrieval.answer_eval_cases import AnswerEvalError, load_answer_cases
+from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError, load_answer_cases
 from retrieval.rag import RagContext
 from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
 from tests.support import services
@@ -108,6 +108,25 @@ def test_scoring_of_one_answer() -> None:
     asks = AskOutcome(status=ResultStatus.ANSWERED, answer="Please provide your question.", answer_kind="llm",
                       sources=sources, answer_language="en")
     assert score_case(case, asks, None, 1.0).non_answer
+
+
+def test_an_extractive_answer_s_language_is_its_own_words_not_the_passages_it_quotes() -> None:
+    """A quoted passage quotes names in its own guillemets; the whole quote is the source's words."""
+    case = AnswerCase(id="q", question="Was ist Ruby Box in Ruby 4.0?", today="2026-12-06", tool="AskArticles",
+                      question_language="de", answer_language="de", language=None, search=None,
+                      article_ids=("a",), key_facts=(("RUBY_BOX",),), tags=("de", "ask"))
+    answer = ("Extraktive Antwort (das Sprachmodell gab keine brauchbare Antwort): die passendsten Abschnitte, "
+              "unverändert aus den Quellen zitiert.\n\n"
+              "[1] «Вышел Ruby 4.0.0»: «Ruby 4.0 представляет «Ruby Box» и «ZJIT», а также добавляет множество "
+              "улучшений. Ruby Box — это новая (экспериментальная) возможность для разделения определений, "
+              "она включается переменной окружения RUBY_BOX=1.»")
+    sources = [Source(article_id="a", title="Вышел Ruby 4.0.0", snippet="Ruby Box", score=1)]
+    outcome = AskOutcome(status=ResultStatus.ANSWERED, answer=answer, answer_kind="extractive", sources=sources,
+                         usage=Usage(), answer_language="de")
+    result = score_case(case, outcome, None, 1.0)
+    assert result.language_right and result.facts_found == 1
+    russian = outcome.model_copy(update={"answer": answer.replace("«Ruby 4.0", "Ruby 4.0").replace("=1.»", "=1.")})
+    assert not score_case(case, russian, None, 1.0).language_right  # unquoted, the Russian is the answer's own
 
 
 def test_a_bad_set_names_its_line(tmp_path: Path) -> None:
