@@ -114,7 +114,7 @@ def _duration(seconds: float) -> str:
 
 
 def eval_rag(
-    cases: Annotated[str, typer.Option("--set", help="dev, test, or a JSONL file of cases")] = "dev",
+    cases: Annotated[str, typer.Option("--set", help="dev, test, users (user-phrased), or a JSONL file of cases")] = "dev",
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report document here")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="write the Markdown tables here")] = None,
 ) -> None:

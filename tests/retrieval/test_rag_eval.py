@@ -34,6 +34,19 @@ def test_shipped_sets_cover_languages_and_kinds_and_point_at_real_articles() -> 
             assert ("cross_language" in case.tags) == (case.question_language not in langs), case.id
 
 
+def test_the_user_phrased_set_is_apart_from_the_halves_and_points_at_real_articles() -> None:
+    users, earlier = load_rag_cases(SETS["users"]), load_rag_cases(SETS["dev"]) + load_rag_cases(SETS["test"])
+    assert len(users) >= 80 and not {c.id for c in users} & {c.id for c in earlier}
+    assert Counter(c.question_language for c in users) == {"ru": 30, "en": 30, "de": 30}
+    corpus = {r.id: r for r in read_corpus(services.SHARED_CORPUS) if isinstance(r, ArticleRecord)}
+    tags = Counter(t for c in users for t in c.tags)
+    assert tags["descriptive"] > tags["named_entity"] >= 20 and tags["cross_language"] >= 30, tags
+    for case in users:
+        assert case.expected <= corpus.keys() and case.language is None, case.id
+        langs = {corpus[i].language for i in case.expected}
+        assert ("cross_language" in case.tags) == (case.question_language not in langs), case.id
+
+
 @pytest.mark.parametrize(("line", "message"), [
     ("{not json", "not a case"),
     ('{"id": "a", "question": "q", "questionLanguage": "en", "expected": []}', "at least one expected"),
