@@ -182,6 +182,12 @@ class Settings(BaseSettings):
     rag_rrf_k: PositiveInt = 10
     rag_vector_weight: Annotated[float, Field(ge=0)] = 1.0
     rag_lexical_weight: Annotated[float, Field(ge=0)] = 2.0
+    # ...but only when its best chunk matches the question's rare words strongly (a lexical score of
+    # at least this many single-chunk words' IDF: a name, a version, a CVE); a question in everyday
+    # words matches weakly, and then the keyword list counts `rag_lexical_weak_weight`. Measured on
+    # the retrieval dev half and the user-phrased set (docs/rag.md, round 13).
+    rag_lexical_strong_score: Annotated[float, Field(ge=0)] = 1.5
+    rag_lexical_weak_weight: Annotated[float, Field(ge=0)] = 1.0
     # Optional cross-encoder reranking of the fused candidates (retrieval/rerank.py); off when unset.
     rag_rerank_url: str | None = None
     rag_rerank_model: str = "rerank"

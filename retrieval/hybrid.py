@@ -42,7 +42,9 @@ class RetrievalConfig:
     candidates: int = 30  # per list, before fusion
     rrf_k: int = 10
     vector_weight: float = 1.0
-    lexical_weight: float = 2.0
+    lexical_weight: float = 2.0  # when the lexical list's best score is at least `lexical_strong_score`
+    lexical_strong_score: float = 1.5
+    lexical_weak_weight: float = 1.0  # otherwise
     rerank: bool = False  # rerank the fused list (needs a reranker passed to `retrieve`)
     rerank_candidates: int = 20
 
@@ -57,6 +59,8 @@ class RetrievalConfig:
             rrf_k=settings.rag_rrf_k,
             vector_weight=settings.rag_vector_weight,
             lexical_weight=settings.rag_lexical_weight,
+            lexical_strong_score=settings.rag_lexical_strong_score,
+            lexical_weak_weight=settings.rag_lexical_weak_weight,
             rerank=bool(settings.rag_rerank_url) if rerank is None else rerank,
             rerank_candidates=max(settings.rag_rerank_candidates, settings.limits.rag_top_k),
         )
@@ -89,6 +93,15 @@ def fuse(ranked: Sequence[tuple[float, Sequence[Hit]]], *, rrf_k: int, limit: in
             first.setdefault(key, hit)
     order = sorted(scores, key=lambda k: -scores[k])  # stable: first-seen order among equals
     return [Hit(scores[k], first[k].chunk) for k in order[:limit]]
+
+
+def lexical_weight(config: RetrievalConfig, lexical_hits: Sequence[Hit]) -> float:
+    """The keyword list's weight in fusion: full when its best chunk matches rare words strongly
+    (the question names something), else weak. A question in everyday words matches common ones
+    weakly, and then the keyword list's order is noise that full weight would put above the vectors
+    (user-phrased questions: hybrid MRR below vector-only at a fixed weight, docs/rag.md round 13)."""
+    strong = bool(lexical_hits) and lexical_hits[0].score >= config.lexical_strong_score
+    return config.lexical_weight if strong else config.lexical_weak_weight
 
 
 async def retrieve(
@@ -139,7 +152,7 @@ async def retrieve(
         hits = lexical_hits[: config.top_k]
     else:
         hits = fuse(
-            [(config.vector_weight, vector_hits), (config.lexical_weight, lexical_hits)],
+            [(config.vector_weight, vector_hits), (lexical_weight(config, lexical_hits), lexical_hits)],
             rrf_k=config.rrf_k, limit=config.rerank_candidates if config.rerank and reranker else config.top_k,
         )
     if config.rerank and reranker is not None:

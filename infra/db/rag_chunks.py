@@ -13,7 +13,9 @@ outweigh "ruby" and "cve"; plain ts_rank_cd has no notion of rarity (dev set: le
 0.81 with ts_rank_cd alone, 0.94 with IDF). Document frequencies come from ``rag_lexicon``,
 built once per version at finalization, so a question costs index lookups, not counts; only the
 ``KEPT_TERMS`` rarest lexemes of each language select and score candidates, which keeps the
-ranked set small.
+ranked set small. A score is given in units of the IDF of a lexeme found in a single chunk of the
+version, so it reads the same on any collection size: 1.0 is about one unique word matched, 2.0 a
+unique word in the title or two such words (retrieval/hybrid.py weighs the list by it).
 """
 
 from __future__ import annotations
@@ -198,13 +200,17 @@ _LEXICAL_SEARCH = f"""
     kept AS MATERIALIZED (SELECT * FROM weighted WHERE rarity <= $6),
     q AS MATERIALIZED (
         SELECT language, string_agg(query::text, ' | ')::tsquery AS query FROM kept GROUP BY language
+    ),
+    unit AS MATERIALIZED (  -- the IDF of a lexeme in one chunk: scores in its units
+        SELECT ln(1 + (ndoc + 0.5) / 1.5) AS idf FROM rag_lexicon WHERE collection = $1 AND lexeme = ''
     )
     SELECT c.point_id::text, c.localization_id, c.article_id, c.language, c.position, c.title, c.text,
            c.content_hash,
-           (SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
-            WHERE w.language = c.language AND c.search_vector @@ w.query)
-           + ts_rank_cd(c.search_vector, q.query) AS score
+           ((SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
+             WHERE w.language = c.language AND c.search_vector @@ w.query)
+            + ts_rank_cd(c.search_vector, q.query)) / unit.idf AS score
     FROM rag_chunks c
+    CROSS JOIN unit
     JOIN q ON q.language = c.language
     JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
     WHERE c.collection = $1

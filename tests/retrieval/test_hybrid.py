@@ -17,7 +17,7 @@ from infra.settings import RetrievalMode, Settings
 from infra.status import ResultStatus
 from infra.vectors import Hit, StoredChunk, VectorStore
 from retrieval.everyday_words import naming_words
-from retrieval.hybrid import RetrievalConfig, Retrieved, fuse, retrieve
+from retrieval.hybrid import RetrievalConfig, Retrieved, fuse, lexical_to_hit, lexical_weight, retrieve
 from retrieval.rag import RagContext, answer_question, resolve_read_version
 from retrieval.rag_eval import RagEvalCase, default_modes, render_markdown, run_rag_eval
 from retrieval.reembed import create_reembed_run, process_batch
@@ -116,6 +116,21 @@ async def test_the_lexicon_counts_the_version_and_common_words_still_find_someth
     # a question of only common words still gets its rarest ones.
     found = await chunks_db.lexical_search(ctx.pool, version.name, "Ruby vulnerability", limit=5)
     assert len(found) == 5
+
+
+async def test_lexical_scores_are_in_single_chunk_words_and_only_a_named_thing_weighs_double(ctx: RagContext) -> None:
+    """A score of 1.0 is one word found in a single chunk; "CVE-2026-27820" in a title is a strong match
+    (the keyword list counts double in fusion), a question in everyday words a weak one."""
+    version = await resolve_read_version(ctx)
+    assert version is not None
+    config = _config()
+    named = await chunks_db.lexical_search(ctx.pool, version.name, "CVE-2026-27820", limit=5)
+    common = await chunks_db.lexical_search(ctx.pool, version.name, "is there a fix for this problem", limit=5)
+    assert named and common and named[0].chunk.localization_id in ZLIB_IDS
+    assert named[0].score >= config.lexical_strong_score > common[0].score > 0
+    named_hits, common_hits = [lexical_to_hit(h) for h in named], [lexical_to_hit(h) for h in common]
+    assert (lexical_weight(config, named_hits), lexical_weight(config, common_hits), lexical_weight(config, [])) == (
+        config.lexical_weight, config.lexical_weak_weight, config.lexical_weak_weight)
 
 
 def _holding(name: str, *, language: str | None = None) -> list[ArticleRecord]:
