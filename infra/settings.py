@@ -195,7 +195,7 @@ class Settings(BaseSettings):
     rag_rerank_candidates: PositiveInt = 20
     # Token budget of the passages in the answer prompt (estimated, ~3 characters a token), capped
     # by limits.rag_context_tokens: a small model on 2 cores reads ~70 tokens/s before its first word.
-    # 450: 71% of dev's key facts; 550 holds 73% but fills the prompt past the first-token bar (docs/rag.md round 12).
+    # 450: 74 of dev's 96 key facts (round 13); 550 filled the prompt past the first-token bar (docs/rag.md round 12).
     rag_answer_context_tokens: PositiveInt = 450
     # Cap on the answer's length: two to five sentences are ~60-150 tokens; a 1.5B model on 2 cores
     # writes ~10 tokens a second, so the cap bounds the whole answer (issue 25: p50 <= 30 s).
