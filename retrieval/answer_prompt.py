@@ -143,7 +143,7 @@ def select_passages(
             room_chars = (budget_tokens - used - header_cost) * 3  # estimate_tokens' 3 characters a token
             if room_chars < (MIN_FILL_CHARS if selection.articles else 1):
                 break
-            text = tighten(hit.chunk.text, asked, room_chars)[:room_chars]
+            text = tighten(hit.chunk.text, asked, room_chars)  # at most room_chars long
         if entry is None:
             entry = by_id[source.id] = ArticlePassages(number, source)
             selection.articles.append(entry)

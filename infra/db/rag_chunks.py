@@ -186,6 +186,9 @@ _LEXICAL_SEARCH = f"""
         JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
         GROUP BY p.position
     ),
+    total AS MATERIALIZED (  -- the version's chunk count, and the IDF of a lexeme in one chunk: scores in its units
+        SELECT ndoc, ln(1 + (ndoc + 0.5) / 1.5) AS unit_idf FROM rag_lexicon WHERE collection = $1 AND lexeme = ''
+    ),
     weighted AS MATERIALIZED (
         SELECT t.language, t.query, t.in_title,
                ln(1 + (total.ndoc + 0.5) / (s.ndoc + 0.5)) AS idf,
@@ -194,23 +197,20 @@ _LEXICAL_SEARCH = f"""
                    ORDER BY (SELECT max(w.ndoc) FROM word_ndoc w WHERE w.position = ANY(t.positions)), s.ndoc
                ) AS rarity
         FROM terms t
-        JOIN rag_lexicon total ON total.collection = $1 AND total.lexeme = ''
+        CROSS JOIN total
         JOIN rag_lexicon s ON s.collection = $1 AND s.lexeme = t.lexeme
     ),
     kept AS MATERIALIZED (SELECT * FROM weighted WHERE rarity <= $6),
     q AS MATERIALIZED (
         SELECT language, string_agg(query::text, ' | ')::tsquery AS query FROM kept GROUP BY language
-    ),
-    unit AS MATERIALIZED (  -- the IDF of a lexeme in one chunk: scores in its units
-        SELECT ln(1 + (ndoc + 0.5) / 1.5) AS idf FROM rag_lexicon WHERE collection = $1 AND lexeme = ''
     )
     SELECT c.point_id::text, c.localization_id, c.article_id, c.language, c.position, c.title, c.text,
            c.content_hash,
            ((SELECT sum(w.idf * CASE WHEN c.search_vector @@ w.in_title THEN 2 ELSE 1 END) FROM kept w
              WHERE w.language = c.language AND c.search_vector @@ w.query)
-            + ts_rank_cd(c.search_vector, q.query)) / unit.idf AS score
+            + ts_rank_cd(c.search_vector, q.query)) / total.unit_idf AS score
     FROM rag_chunks c
-    CROSS JOIN unit
+    CROSS JOIN total
     JOIN q ON q.language = c.language
     JOIN localizations l ON l.id = c.localization_id AND l.published AND NOT l.hidden
     WHERE c.collection = $1
