@@ -221,6 +221,12 @@ class Settings(BaseSettings):
                 "TURNOUT_RAG_VECTOR_WEIGHT and TURNOUT_RAG_LEXICAL_WEIGHT are both 0: hybrid retrieval would rank "
                 "nothing; give one a weight, or set TURNOUT_RAG_RETRIEVAL=vector or lexical"
             )
+        if self.rag_retrieval is RetrievalMode.HYBRID and self.rag_vector_weight == self.rag_lexical_weak_weight == 0:
+            raise ValueError(
+                "TURNOUT_RAG_VECTOR_WEIGHT and TURNOUT_RAG_LEXICAL_WEAK_WEIGHT are both 0: hybrid retrieval would rank "
+                "nothing for a question whose keywords match weakly; give one a weight, or set "
+                "TURNOUT_RAG_RETRIEVAL=vector or lexical"
+            )
         if self.limits.page_size_default > self.limits.page_size_max:
             raise ValueError("TURNOUT_LIMIT_PAGE_SIZE_DEFAULT must not exceed TURNOUT_LIMIT_PAGE_SIZE_MAX")
         return self

@@ -43,6 +43,14 @@ def test_rag_retrieval_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TURNOUT_RAG_VECTOR_WEIGHT", "0")
     with pytest.raises(ValidationError, match="both 0"):
         Settings()
+    # The keyword list counts its weak weight when its match is weak: with the vectors at 0 too,
+    # such questions would be ranked by nothing.
+    monkeypatch.setenv("TURNOUT_RAG_LEXICAL_WEIGHT", "2")
+    monkeypatch.setenv("TURNOUT_RAG_LEXICAL_WEAK_WEIGHT", "0")
+    with pytest.raises(ValidationError, match="LEXICAL_WEAK_WEIGHT are both 0"):
+        Settings()
+    monkeypatch.setenv("TURNOUT_RAG_VECTOR_WEIGHT", "1")
+    assert Settings().rag_lexical_weak_weight == 0.0
 
 
 def test_key_budgets_empty_is_unlimited_and_a_negative_one_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
