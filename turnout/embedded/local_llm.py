@@ -178,10 +178,10 @@ class LocalLLM:
 
 
 
-def start_for_eval(settings: Settings) -> tuple[Settings, Callable[[], None]]:
+def start_for_eval(settings: Settings, config: LocalLLMConfig | None = None) -> tuple[Settings, Callable[[], None]]:
     """llama-server for the length of `turnout eval --local-llm`: built and fetched if needed,
     started from this thread. Returns the settings pointing at it and how to stop it."""
-    config = LocalLLMConfig()
+    config = config or LocalLLMConfig()
 
     def report(what: str, done: int, total: int) -> None:
         print(f"· local LLM: {what} {done}/{total}" if total else f"· local LLM: {what}", file=sys.stderr, flush=True)
