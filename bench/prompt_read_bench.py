@@ -43,12 +43,17 @@ def _write(rows: list[dict[str, Any]]) -> None:
     (RESULTS / "prompt_read.json").write_text(json.dumps(out, indent=2, ensure_ascii=False))
 
 
-def _prompts(count: int, offset: int) -> list[str]:
+def _passages() -> list[str]:
+    """Corpus articles long enough for one prompt, as plain text (read once for every round)."""
     from tests.support import services
 
     records = [r for r in read_corpus(services.SHARED_CORPUS) if isinstance(r, ArticleRecord)]
-    texts = [t for t in (to_plain_text(r.body_html_or_md, r.body_format) for r in records) if len(t) >= PROMPT_CHARS]
-    return [f"Passage:\n{texts[(offset + i) * 7 % len(texts)][:PROMPT_CHARS]}\n\nWhat is this passage about?"
+    texts = (to_plain_text(r.body_html_or_md, r.body_format) for r in records)
+    return [t[:PROMPT_CHARS] for t in texts if len(t) >= PROMPT_CHARS]
+
+
+def _prompts(passages: list[str], count: int, offset: int) -> list[str]:
+    return [f"Passage:\n{passages[(offset + i) * 7 % len(passages)]}\n\nWhat is this passage about?"
             for i in range(count)]
 
 
@@ -83,10 +88,11 @@ def main() -> int:
         print(f"prompt_read_bench: skipped -- {why}")
         _write([{"metric": "prompt read p50, AVX-512 build", "value": f"skipped: {why}", "unit": "tokens/s"}])
         return 0
+    passages = _passages()
     rates: dict[str, list[float]] = {name: [] for name in builds}
     for round_no in range(args.rounds):
         order = list(builds) if round_no % 2 == 0 else list(reversed(builds))
-        prompts = _prompts(args.prompts, round_no * args.prompts)
+        prompts = _prompts(passages, args.prompts, round_no * args.prompts)
         for name in order:
             rates[name] += _read_rates(builds[name], prompts)
     p50 = {name: statistics.median(values) for name, values in rates.items()}

@@ -216,17 +216,17 @@ class Settings(BaseSettings):
                 "TURNOUT_EMBEDDING_PROVIDER=openai needs TURNOUT_EMBEDDING_BASE_URL "
                 "(an OpenAI-compatible /v1 endpoint); unset the provider to use the local model"
             )
-        if self.rag_retrieval is RetrievalMode.HYBRID and self.rag_vector_weight == self.rag_lexical_weight == 0:
-            raise ValueError(
-                "TURNOUT_RAG_VECTOR_WEIGHT and TURNOUT_RAG_LEXICAL_WEIGHT are both 0: hybrid retrieval would rank "
-                "nothing; give one a weight, or set TURNOUT_RAG_RETRIEVAL=vector or lexical"
-            )
-        if self.rag_retrieval is RetrievalMode.HYBRID and self.rag_vector_weight == self.rag_lexical_weak_weight == 0:
-            raise ValueError(
-                "TURNOUT_RAG_VECTOR_WEIGHT and TURNOUT_RAG_LEXICAL_WEAK_WEIGHT are both 0: hybrid retrieval would rank "
-                "nothing for a question whose keywords match weakly; give one a weight, or set "
-                "TURNOUT_RAG_RETRIEVAL=vector or lexical"
-            )
+        # The keyword list counts its full weight when it matches strongly and its weak weight otherwise:
+        # with the vectors at 0, either at 0 leaves those questions ranked by nothing.
+        for lexical_weight, name, which in (
+            (self.rag_lexical_weight, "TURNOUT_RAG_LEXICAL_WEIGHT", ""),
+            (self.rag_lexical_weak_weight, "TURNOUT_RAG_LEXICAL_WEAK_WEIGHT", " for a question whose keywords match weakly"),
+        ):
+            if self.rag_retrieval is RetrievalMode.HYBRID and self.rag_vector_weight == lexical_weight == 0:
+                raise ValueError(
+                    f"TURNOUT_RAG_VECTOR_WEIGHT and {name} are both 0: hybrid retrieval would rank nothing{which}; "
+                    "give one a weight, or set TURNOUT_RAG_RETRIEVAL=vector or lexical"
+                )
         if self.limits.page_size_default > self.limits.page_size_max:
             raise ValueError("TURNOUT_LIMIT_PAGE_SIZE_DEFAULT must not exceed TURNOUT_LIMIT_PAGE_SIZE_MAX")
         return self
