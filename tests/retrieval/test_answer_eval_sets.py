@@ -60,7 +60,8 @@ def test_both_halves_have_the_shape_the_command_reads() -> None:
             assert all(fact and all(isinstance(form, str) and form for form in fact) for fact in row["keyFacts"])
 
 
-@pytest.mark.parametrize(("split", "earlier_splits"), [("fresh", ("dev", "test")), ("blind", ("dev", "test", "fresh"))])
+@pytest.mark.parametrize(("split", "earlier_splits"), [("fresh", ("dev", "test")), ("blind", ("dev", "test", "fresh")),
+                                                      ("fourth", ("dev", "test", "fresh", "blind"))])
 def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earlier_splits: tuple[str, ...]) -> None:
     later, earlier = _rows(split), [r for s in earlier_splits for r in _rows(s)]
     assert len(later) >= 30 and all(r["split"] == split and FIELDS <= r.keys() for r in later)
@@ -74,7 +75,7 @@ def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earl
     assert by_language.keys() == LANGUAGES and min(by_language.values()) >= len(later) // 4, by_language
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind"])
+@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind", "fourth"])
 def test_labels_point_at_articles_that_hold_the_key_facts(split: str, corpus: dict[str, ArticleRecord]) -> None:
     for row in _rows(split):
         records = [corpus[i] for i in row["articleIds"]]  # KeyError names an id the corpus lacks
