@@ -22,6 +22,7 @@ from infra.db.rag_sources import SourceArticle
 from infra.vectors import Hit
 from retrieval.answer_check import stems
 from retrieval.chunking import estimate_tokens, split_sentences
+from retrieval.question_parts import question_parts
 
 LANGUAGE_NAMES = {"ru": "Russian", "en": "English", "de": "German"}
 CHUNKS_PER_ARTICLE = 2
@@ -54,6 +55,8 @@ LANGUAGE_REMINDER = (
     "say, keep names, versions and numbers as they are, and cite them as [n]."
 )
 Reminder = Literal["strict", "language"]
+# A question that asks several things: the small model answers the first and drops the rest.
+PARTS_NOTE = "The question asks {count} things. Answer each of them with what the passages say about it:\n"
 
 
 @dataclass
@@ -78,6 +81,7 @@ class ArticlePassages:
 class Selection:
     articles: list[ArticlePassages] = field(default_factory=list)
     cut: bool = False  # the budget left out (part of) at least one retrieved chunk
+    parts: list[str] = field(default_factory=list)  # what the question asks, when more than one thing
 
     @property
     def texts(self) -> list[str]:
@@ -125,7 +129,8 @@ def select_passages(
     """Best-first, grouped by article, until the budget is spent. The first chunk that does not fit
     whole is cut to its sentences nearest the question that fill the room left (at least
     ``MIN_FILL_CHARS``), and the rest are left out; the best chunk alone over budget is trimmed to fit."""
-    selection = Selection()
+    parts = question_parts(question)
+    selection = Selection(parts=parts if len(parts) > 1 else [])
     by_id: dict[str, ArticlePassages] = {}
     asked = stems(question)
     used = 0
@@ -156,18 +161,24 @@ def select_passages(
 
 
 def build_messages(
-    question: str, answer_language: str, articles: Sequence[ArticlePassages], *, reminder: Reminder | None = None
+    question: str, answer_language: str, articles: Sequence[ArticlePassages], *, reminder: Reminder | None = None,
+    parts: Sequence[str] = (),
 ) -> list[dict[str, str]]:
     """The constant system message, then the fenced material (a random tag per request, so the
-    material cannot close the fence), the question, a retry's reminder and the answer language last."""
+    material cannot close the fence), the question, the things it asks when more than one
+    (``parts``, retrieval/question_parts.py), a retry's reminder and the answer language last."""
     tag = secrets.token_hex(6)
     name = LANGUAGE_NAMES[answer_language]
     note = {None: "", "strict": STRICT_REMINDER + "\n", "language": LANGUAGE_REMINDER.format(name=name) + "\n"}
     blocks = [article_header(a.number, a.source) + "\n" + "\n…\n".join(a.texts) for a in articles]
+    asks = ""
+    if len(parts) > 1:
+        asks = PARTS_NOTE.format(count=len(parts)) + "".join(f"{i}. {p}\n" for i, p in enumerate(parts, 1)) + "\n"
     user = (
         f"The material's tag is {tag}.\n"
         f"<<<MATERIAL {tag}>>>\n" + "\n\n".join(blocks) + f"\n<<<END MATERIAL {tag}>>>\n\n"
         f"Question: {question}\n\n"
+        + asks
         + note[reminder]
         + f"Write the whole answer in {name} (language code \"{answer_language}\")."
     )

@@ -26,7 +26,7 @@ import numpy as np
 from infra.db.collections import active_version
 from infra.db.rag_chunks import chunk_embeddings
 from infra.settings import ConfigError
-from retrieval.embeddings import EmbedderRegistry, EmbeddingError, normalize_rows
+from retrieval.embeddings import LOCAL_MODEL, EmbedderRegistry, EmbeddingError, normalize_rows
 
 log = logging.getLogger("turnout.router")
 
@@ -37,6 +37,11 @@ MAX_VECTORS = 50_000
 VERSION_TTL_S = 60.0
 # A message's embedding must not hold up routing: past this the gate reads words only.
 EMBED_TIMEOUT_S = 5.0
+# The models whose cosines the gate's meaning bars (router/gate.py CLOSE_IN_MEANING, FAR_IN_MEANING)
+# were measured on. Another model's sit on another scale (multilingual-e5's crowd a narrow band near
+# the top), so the same bars would judge blind there: for a version embedded by any other model the
+# gate reads words only, until bars are measured for it.
+MEASURED_WITH = frozenset({LOCAL_MODEL})
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,8 @@ class _Loaded:
 
 class CollectionSimilarity:
     """``similarity(text)``: the message's largest cosine to a passage of the serving version
-    (None: no version with stored vectors, or the embedder failed — the gate then reads words only)."""
+    (None: no version with stored vectors, one embedded by a model the bars were not measured on
+    (``MEASURED_WITH``), or the embedder failed — the gate then reads words only)."""
 
     def __init__(self, pool: asyncpg.Pool, embedders: EmbedderRegistry) -> None:
         self.pool = pool
@@ -65,6 +71,11 @@ class CollectionSimilarity:
                 return self._loaded
             version = await active_version(self.pool)
             if version is None:
+                self._loaded = None
+            elif version.model not in MEASURED_WITH:
+                if self._loaded is not None or self._checked_at < 0:
+                    log.warning("the request gate reads words only: its meaning bars are not measured for the "
+                                "serving version's embedding model %s", version.model)
                 self._loaded = None
             elif self._loaded is None or self._loaded.collection != version.name:
                 rows = await chunk_embeddings(self.pool, version.name, limit=MAX_VECTORS)

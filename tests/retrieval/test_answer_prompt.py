@@ -57,3 +57,10 @@ def test_the_best_chunk_alone_over_the_budget_is_cut_to_its_sentences_nearest_th
     selection = select_passages([_hit("relay", 0, text, 0.9)], SOURCES, budget, QUESTION)
     [only] = selection.articles
     assert ANSWER in only.texts[0] and len(only.texts[0]) <= 120 and selection.cut
+
+
+def test_the_selection_carries_the_parts_of_a_question_that_asks_several_things() -> None:
+    hits = [_hit("relay", 0, ANSWER, 0.9)]
+    two = select_passages(hits, SOURCES, 200, "Which port does the relay listen on and how do I change it?")
+    assert two.parts == ["Which port does the relay listen on", "how do I change it"]
+    assert select_passages(hits, SOURCES, 200, QUESTION).parts == []  # one thing asked: no list in the prompt

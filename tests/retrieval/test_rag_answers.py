@@ -146,3 +146,16 @@ async def test_a_reply_in_another_language_is_asked_again_in_the_asked_one(
     after = await metric_samples(db, redis_client, settings)
     assert delta(before, after, "turnout_answer_checks_total", attempt="first", verdict="wrong_language") == 2
     assert delta(before, after, "turnout_answer_checks_total", attempt="strict", verdict="wrong_language") == 1
+
+
+async def test_a_question_that_asks_two_things_lists_them_for_the_model(ctx: RagContext, llm: ScriptedLLM) -> None:
+    """The parts come from what retrieval reads (the question without its language cue); the model
+    still reads the question whole."""
+    llm.script(Text("Feed it daily with rye flour and water [1]; an active starter floats in water [1]."))
+    question = "How often do I feed a sourdough starter, and how do I know it is active? Answer in German."
+    await answer_question(ctx, question=question, language="en", answer_language="de", scope=None,
+                          retrieval_text="How often do I feed a sourdough starter, and how do I know it is active?")
+    user = llm.chat_requests[-1]["messages"][1]["content"]
+    assert f"Question: {question}" in user
+    assert "asks 2 things" in user and "1. How often do I feed a sourdough starter\n" in user
+    assert "2. how do I know it is active\n" in user

@@ -17,7 +17,7 @@ import pytest
 
 from infra.corpus import ArticleRecord, read_corpus
 from infra.results import Language, Usage
-from infra.settings import Settings
+from infra.settings import EmbeddingProvider, Settings
 from retrieval.embeddings import EmbedderRegistry
 from router.decision import RoutingDecision
 from router.eval import EvalCase, score
@@ -28,6 +28,7 @@ from router.similarity import CollectionSimilarity
 from router.tools import default_registry
 from tests.retrieval.rag_fixtures import index, load, make_ctx, make_store, rag_db, rag_settings
 from tests.support import services
+from tests.support.llm_server import ScriptedLLM
 
 FIXTURES = (rag_db, rag_settings)
 TODAY = date(2026, 6, 18)
@@ -177,3 +178,24 @@ def test_the_eval_reports_both_signals_per_case() -> None:
     decision = RoutingDecision(tool=None, arguments={}, routed_by="fallback", usage=Usage(), gate=verdict)
     result = score(case, decision, 1.0)
     assert (result.gate, result.coverage, result.similarity) == ("off_topic", 0.84, 0.17)
+
+
+async def test_a_version_embedded_by_a_model_the_bars_were_not_measured_on_means_words_only(
+    rag_settings: Settings, rag_db: asyncpg.Pool, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    """The bars are USE's cosines; an OpenAI-compatible model's (here the scripted endpoint's, through
+    the real `openai` client and a real run) sit on another scale, so the gate does not read them."""
+    remote = rag_settings.model_copy(update={
+        "embedding_provider": EmbeddingProvider.OPENAI, "embedding_base_url": llm.base_url,
+        "embedding_model": "scripted-embedder"})
+    store = make_store("edge", tmp_path)
+    try:
+        records, sample = _records()
+        await load(rag_db, records)
+        await index(make_ctx(remote, rag_db, store, llm=False), batch_size=16, ids=sample[:4])
+    finally:
+        store.close()
+    assert await rag_db.fetchval("SELECT model FROM collection_versions WHERE active") == "scripted-embedder"
+    embedded = len(llm.embedding_requests)
+    assert await CollectionSimilarity(rag_db, EmbedderRegistry(remote)).similarity(ON_TOPIC[0]) is None
+    assert len(llm.embedding_requests) == embedded  # the message is not even embedded
