@@ -29,6 +29,7 @@ class ModelCall:
     model: str
     latency_ms: float
     error: str | None = None
+    cut: bool = False  # the reply stopped at the answer cap (finish_reason "length"), maybe mid-sentence
 
 
 def _add_usage(usage: Usage, reported: Any, settings: Settings) -> None:
@@ -89,16 +90,18 @@ async def _call(
     model = settings.llm_answer_model
     started = time.monotonic()
 
-    async def attempt_once(timeout_s: float) -> tuple[str, str]:
+    async def attempt_once(timeout_s: float) -> tuple[str, str, bool]:
         request: dict[str, Any] = {"model": settings.llm_answer_model, "messages": messages, "temperature": 0,
                                    "max_tokens": settings.rag_answer_max_tokens, "timeout": timeout_s}
         if stream is None:
             response = await llm.chat.completions.create(**request)
             _add_usage(usage, response.usage, settings)
             text = (response.choices[0].message.content or "") if response.choices else ""
-            return text, response.model or model
+            cut = bool(response.choices) and response.choices[0].finish_reason == "length"
+            return text, response.model or model, cut
         parts: list[str] = []
         seen_model = model
+        stopped_at_cap = False
         chunks = await llm.chat.completions.create(**request, stream=True, stream_options={"include_usage": True})
         async for chunk in chunks:
             seen_model = chunk.model or seen_model
@@ -106,8 +109,10 @@ async def _call(
             if chunk.choices and chunk.choices[0].delta.content:
                 parts.append(chunk.choices[0].delta.content)
                 await stream.add(chunk.choices[0].delta.content)
+            if chunk.choices and chunk.choices[0].finish_reason:
+                stopped_at_cap = chunk.choices[0].finish_reason == "length"
         await stream.finish()
-        return "".join(parts), seen_model
+        return "".join(parts), seen_model, stopped_at_cap
 
     try:
         async for attempt in llm_retrying(settings, deadline=deadline, counted_as="answer"):
@@ -118,13 +123,13 @@ async def _call(
                 if deadline is not None:
                     timeout = max(0.5, min(timeout, deadline - time.monotonic()))
                 usage.llm_calls += 1
-                text, model = await counted_call("answer", attempt_once(timeout))
+                text, model, cut = await counted_call("answer", attempt_once(timeout))
     except (openai.OpenAIError, TimeoutError) as exc:
         return ModelCall(None, usage, settings.llm_answer_model, _ms(started), f"{type(exc).__name__}: {exc}")
     content = text.strip()
     if not content:
         return ModelCall(None, usage, settings.llm_answer_model, _ms(started), "the model returned no answer text")
-    return ModelCall(content, usage, model, _ms(started))
+    return ModelCall(content, usage, model, _ms(started), cut=cut)
 
 
 def _ms(started: float) -> float:

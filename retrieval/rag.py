@@ -11,8 +11,9 @@
    (retrieval/answer_prompt.py), fenced as data with a per-request random fence and an
    instruction to ignore instructions inside; no tools are offered, so the material cannot
    make the system do anything.
-5. The reply is checked (retrieval/answer_check.py): text that is not an answer is asked
-   again once, more strictly; citations naming no source are removed.
+5. The reply is tidied (retrieval/answer_tidy.py: a sentence said twice goes, an end the cap cut is
+   marked) and checked (retrieval/answer_check.py): text that is not an answer is asked again once,
+   more strictly; citations naming no source are removed.
 6. No LLM configured, the call fails through its retries (or the deadline is too near), or
    the reply is still not an answer: an extractive answer (the best passages, quoted with
    citations, marked as such).
@@ -51,6 +52,7 @@ from retrieval.answer_prompt import (
     select_passages,
 )
 from retrieval.answer_stream import AnswerStream
+from retrieval.answer_tidy import tidy_answer
 from retrieval.citations import ground_citations, repair_citations
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
 from retrieval.hybrid import RetrievalConfig, retrieve
@@ -245,12 +247,14 @@ async def _checked_answer(
                                        spend=spend)
         if call.answer is None:
             return call, None, attempt
-        repaired = ground_citations(repair_citations(call.answer, entries), selection.source_texts)
+        tidied = tidy_answer(call.answer, cut=call.cut)
+        repaired = ground_citations(repair_citations(tidied, entries), selection.source_texts)
         check = check_answer(repaired, question, selection.texts, entries, answer_language)
         bump(ANSWER_CHECKS, attempt="first" if reminder is None else "strict", verdict=check.verdict)
         if check.accepted:
             if stream is not None and repaired != call.answer:
-                await stream.reset("citations were repaired to name the sources that hold their sentences")
+                await stream.reset("the answer was tidied: repeated sentences dropped, a cut end marked, citations "
+                                   "repaired to name the sources that hold their sentences")
                 await stream.passages(repaired)
             call.answer = repaired
             return call, check, attempt

@@ -61,7 +61,8 @@ async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(
 ) -> None:
     before = await metric_samples(db, redis_client, settings)
     job_id = await _job(ctx.pool)
-    words = " ".join(["The client checks the expiry date and renews the certificate thirty days before it expires."] * 6)
+    words = " ".join(f"Check {n}: the client reads the expiry date and renews the certificate thirty days before it "
+                     "expires." for n in range(6))
     llm.script(HttpError(500, "retry me"), Text(f"  \n Renew it with the ACME client [1]. {words} [2].  \n",
                                                 chunk_delay_s=0.01))
     outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None,
@@ -101,3 +102,22 @@ async def test_without_a_job_nothing_is_streamed(ctx: RagContext, llm: ScriptedL
     llm.script(Text("Run the ACME client from a timer twice a day [1]."))
     outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None)
     assert outcome.answer == "Run the ACME client from a timer twice a day [1]." and "stream" not in llm.chat_requests[-1]
+
+
+async def test_a_looping_reply_the_cap_stopped_is_tidied_and_the_stream_shows_the_tidied_text(
+    ctx: RagContext, llm: ScriptedLLM
+) -> None:
+    """A sentence said again goes and the cut end is marked; the client's stream ends on that text."""
+    job_id = await _job(ctx.pool)
+    loop = "Renew it with the ACME client [1].\n1. The client runs twice a day.\n2. The client runs twice a day.\n3. The cli"
+    llm.script(Text(loop, finish_reason="length", chunk_delay_s=0.001))
+    outcome = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None,
+                                    job_id=job_id)
+    assert outcome.answer_kind == "llm"
+    assert outcome.answer == "Renew it with the ACME client [1].\n1. The client runs twice a day.\n3. The cli…"
+    events = await _events(ctx.pool, job_id)
+    assert RESET in [e.kind for e in events] and _streamed_text(events) == outcome.answer
+    # a reply that ended by itself keeps its end as written (no job: the plain call)
+    llm.script(Text("Renew it with the ACME client twice a day [1]"))
+    plain = await answer_question(ctx, question=QUESTION, language=None, answer_language="en", scope=None)
+    assert plain.answer == "Renew it with the ACME client twice a day [1]"
