@@ -1,4 +1,4 @@
-"""The model's reply tidied before it is checked: no sentence said twice, no sentence cut off.
+"""The model's reply tidied before it is checked: no sentence said twice, a cut end marked as cut.
 
 The 1.5B model sometimes loops: it writes a list item or a sentence again and again until the
 answer cap stops it ("7. Der Port 80 wird nicht … 8. Der Port 80 wird nicht …"), and an answer the
@@ -37,14 +37,17 @@ def tidy_answer(text: str, *, cut: bool) -> str:
             continue
         marker = _LIST_MARKER.match(line)
         head = marker.group() if marker else ""
+        sentences = split_sentences(line[len(head):].strip())
         kept = []
-        for sentence in split_sentences(line[len(head):].strip()):
+        for sentence in sentences:
             key = _key(sentence)
             if key and key in seen:
                 continue
             seen.add(key)
             kept.append(sentence)
-        if kept:
+        if len(kept) == len(sentences):
+            lines.append(line)  # as written, its spacing (code, indented lists) too
+        elif kept:
             lines.append(head + " ".join(kept))
     tidied = _collapse_blank("\n".join(lines)).strip()
     return _closed(tidied) if cut and tidied else tidied

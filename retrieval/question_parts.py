@@ -60,8 +60,7 @@ def question_parts(question: str) -> list[str]:
         if not sentence or not stems(sentence):
             continue
         pieces = _split_sentence(sentence.rstrip("?!. "))
-        asks = sentence.endswith("?") or _asks(pieces[0])
-        if asks:
+        if sentence.endswith("?") or _asks(pieces[0]):
             parts += pieces
     parts = [p for p in parts if stems(p)]
     if len(parts) < 2 or len(parts) > MAX_PARTS:
@@ -69,20 +68,17 @@ def question_parts(question: str) -> list[str]:
     return parts
 
 
-def _words(text: str) -> list[str]:
-    return [t.lower() for t in _TOKEN.findall(text)]
-
-
 def _asks(text: str) -> bool:
     """Does ``text`` ask something? Quoted words (an error message, a title) do not."""
-    words = _words(_QUOTED.sub(" ", text))
+    words = _TOKEN.findall(_QUOTED.sub(" ", text).lower())
     return any(w in QUESTION_WORDS or w == "ли" for w in words)
 
 
 def _split_sentence(sentence: str) -> list[str]:
     """The sentence cut before each coordinator that opens a further question (see the module)."""
-    tokens = [t.group().lower() for t in _TOKEN.finditer(sentence)]
-    spans = [t.span() for t in _TOKEN.finditer(sentence)]
+    matches = list(_TOKEN.finditer(sentence))
+    tokens = [m.group().lower() for m in matches]
+    spans = [m.span() for m in matches]
     cuts: list[tuple[int, int]] = []  # (end of a part, start of the next)
     for i, word in enumerate(tokens):
         if word not in COORDINATORS and word not in _PUNCT:

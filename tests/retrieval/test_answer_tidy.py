@@ -26,3 +26,8 @@ def test_a_reply_the_cap_stopped_is_marked_where_it_was_cut_and_keeps_what_it_sa
 def test_a_reply_that_ended_by_itself_is_left_as_written() -> None:
     plain = "Es gibt drei Challenge-Typen: HTTP-01, DNS-01 und TLS-ALPN-01 [1]\n\n- HTTP-01 braucht Port 80"
     assert tidy_answer(plain, cut=False) == plain
+
+
+def test_a_line_nothing_was_dropped_from_keeps_its_spacing() -> None:
+    code = "Run it like this [1]:\n\n    certbot certonly  --test-cert\n    certbot renew"
+    assert tidy_answer(code, cut=False) == code
