@@ -97,14 +97,22 @@ def json_decision(tool: str, arguments: dict[str, Any], **kw: Any) -> Text:
     return Text(json.dumps({"tool": tool, "arguments": arguments}), **kw)
 
 
+# Function words (the answer check's stop words) that tell a repeated sentence apart without a content
+# word the passages lack: the answer tidy drops a sentence said twice (retrieval/answer_tidy.py).
+_ASIDES = ("also", "again", "further", "once", "just", "only", "very", "then", "here", "there")
+
+
 def answer_from_passage(body: dict[str, Any], *, repeat: int = 1, **kw: Any) -> Text:
     """A RAG answer a reader would accept: the first sentence of passage [1] of the request's
-    material (retrieval/answer_prompt.py), cited, ``repeat`` times (a longer streamed answer)."""
+    material (retrieval/answer_prompt.py), cited, ``repeat`` times (a longer streamed answer), each
+    time after another pair of function words (at most 100)."""
     user = str(body["messages"][-1]["content"])
     material = user.split(">>>\n", 1)[1].split("\n<<<END MATERIAL", 1)[0]
     passage = material.split("\n", 1)[1] if "\n" in material else material  # after "[1] title (language)"
     sentence = re.split(r"(?<=[.!?])\s", passage.strip(), maxsplit=1)[0].rstrip(".")
-    return Text(" ".join([f"{sentence} [1]."] * repeat), **kw)
+    said = [f"{sentence} [1]."] + [
+        f"{_ASIDES[n // len(_ASIDES)].capitalize()} {_ASIDES[n % len(_ASIDES)]}, {sentence} [1]." for n in range(1, repeat)]
+    return Text(" ".join(said), **kw)
 
 
 @dataclass
