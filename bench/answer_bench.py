@@ -150,7 +150,7 @@ def run(settings: Settings, questions: int) -> list[dict[str, Any]]:
         sources = {r.id: SourceArticle(r.id, r.translation_key or r.id, r.language, r.title) for r, _, _ in material}
         budget = min(settings.rag_answer_context_tokens, settings.limits.rag_context_tokens)
         selection = select_passages(hits, sources, budget, case["question"])
-        compact = build_messages(case["question"], language, selection.articles, parts=selection.parts)
+        compact = build_messages(case["question"], language, selection)
         for label, messages, cap in (("today", today, TODAY_MAX_TOKENS), ("compact", compact, None)):
             call_settings = settings if cap is None else settings.model_copy(update={"rag_answer_max_tokens": cap})
             result = asyncio.run(_timed(call_settings, messages))

@@ -161,16 +161,16 @@ def select_passages(
 
 
 def build_messages(
-    question: str, answer_language: str, articles: Sequence[ArticlePassages], *, reminder: Reminder | None = None,
-    parts: Sequence[str] = (),
+    question: str, answer_language: str, selection: Selection, *, reminder: Reminder | None = None
 ) -> list[dict[str, str]]:
-    """The constant system message, then the fenced material (a random tag per request, so the
-    material cannot close the fence), the question, the things it asks when more than one
-    (``parts``, retrieval/question_parts.py), a retry's reminder and the answer language last."""
+    """The constant system message, then the fenced material (``selection``'s passages; a random tag
+    per request, so the material cannot close the fence), the question, the things it asks when more
+    than one (``selection.parts``), a retry's reminder and the answer language last."""
     tag = secrets.token_hex(6)
     name = LANGUAGE_NAMES[answer_language]
     note = {None: "", "strict": STRICT_REMINDER + "\n", "language": LANGUAGE_REMINDER.format(name=name) + "\n"}
-    blocks = [article_header(a.number, a.source) + "\n" + "\n…\n".join(a.texts) for a in articles]
+    blocks = [article_header(a.number, a.source) + "\n" + "\n…\n".join(a.texts) for a in selection.articles]
+    parts = selection.parts
     asks = ""
     if len(parts) > 1:
         asks = PARTS_NOTE.format(count=len(parts)) + "".join(f"{i}. {p}\n" for i, p in enumerate(parts, 1)) + "\n"

@@ -19,8 +19,9 @@ import re
 
 from retrieval.chunking import split_sentences
 
-_LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+")
-_ONLY_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])?\s*$")
+_LIST_ITEM = r"(?:\d{1,2}[.)]|[-*•])"  # "1." "2)" "-" "*" "•"
+_LIST_MARKER = re.compile(rf"^\s*{_LIST_ITEM}\s+")
+_ONLY_MARKER = re.compile(rf"^\s*{_LIST_ITEM}?\s*$")
 _MARKER = re.compile(r"\[\d{1,3}\]")
 _NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 # A sentence ends with one of these, then closing quotes, brackets, emphasis or citation markers.
@@ -49,16 +50,12 @@ def tidy_answer(text: str, *, cut: bool) -> str:
             lines.append(line)  # as written, its spacing (code, indented lists) too
         elif kept:
             lines.append(head + " ".join(kept))
-    tidied = _collapse_blank("\n".join(lines)).strip()
+    tidied = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()  # no gap left wider than a blank line
     return _closed(tidied) if cut and tidied else tidied
 
 
 def _key(sentence: str) -> str:
     return _NOT_WORD.sub(" ", _MARKER.sub(" ", sentence.lower())).strip()
-
-
-def _collapse_blank(text: str) -> str:
-    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def _closed(text: str) -> str:

@@ -241,8 +241,7 @@ async def _checked_answer(
         reminder: Reminder | None = None
         if check is not None:  # the second ask reminds of what the first reply missed
             reminder = "language" if check.verdict == "wrong_language" else "strict"
-        messages = build_messages(question, answer_language, selection.articles, reminder=reminder,
-                                  parts=selection.parts)
+        messages = build_messages(question, answer_language, selection, reminder=reminder)
         call = await call_answer_model(ctx.llm, ctx.settings, messages, deadline=deadline, stream=stream, usage=usage,
                                        spend=spend)
         if call.answer is None:

@@ -60,6 +60,7 @@ class CollectionSimilarity:
         self.pool = pool
         self.embedders = embedders
         self._loaded: _Loaded | None = None
+        self._unmeasured: str | None = None  # the serving version last found embedded by an unmeasured model
         self._checked_at = -VERSION_TTL_S
         self._lock = asyncio.Lock()
 
@@ -73,10 +74,10 @@ class CollectionSimilarity:
             if version is None:
                 self._loaded = None
             elif version.model not in MEASURED_WITH:
-                if self._loaded is not None or self._checked_at < 0:
+                if self._unmeasured != version.name:
                     log.warning("the request gate reads words only: its meaning bars are not measured for the "
                                 "serving version's embedding model %s", version.model)
-                self._loaded = None
+                self._loaded, self._unmeasured = None, version.name
             elif self._loaded is None or self._loaded.collection != version.name:
                 rows = await chunk_embeddings(self.pool, version.name, limit=MAX_VECTORS)
                 self._loaded = _Loaded(version.name, version.model, _matrix(rows, version.dimension)) if rows else None

@@ -4,7 +4,14 @@ The non-answers are the ones the offline model gave in issue 25, or of their kin
 from __future__ import annotations
 
 from retrieval.answer_check import check_answer
-from retrieval.answer_prompt import LANGUAGE_REMINDER, STRICT_REMINDER, SYSTEM_PROMPT, build_messages, tighten
+from retrieval.answer_prompt import (
+    LANGUAGE_REMINDER,
+    STRICT_REMINDER,
+    SYSTEM_PROMPT,
+    Selection,
+    build_messages,
+    tighten,
+)
 from retrieval.citations import ground_citations, repair_citations, unresolved_citations
 
 YJIT = ("Ruby 3.3 ships YJIT, a just-in-time compiler, enabled with --yjit. YJIT makes Rails applications about "
@@ -71,8 +78,8 @@ def test_a_long_chunk_is_tightened_around_the_question() -> None:
 
 
 def test_the_system_message_is_the_same_bytes_for_every_question() -> None:
-    a = build_messages("Was ist ein MX-Eintrag?", "de", [])
-    b = build_messages("How fast is YJIT?", "ru", [], reminder="strict")
+    a = build_messages("Was ist ein MX-Eintrag?", "de", Selection())
+    b = build_messages("How fast is YJIT?", "ru", Selection(), reminder="strict")
     assert a[0]["content"] == b[0]["content"] == SYSTEM_PROMPT
     assert a[1]["content"] != b[1]["content"] and "Russian" in b[1]["content"]
 
@@ -95,9 +102,9 @@ def test_an_answer_in_another_language_than_the_one_asked_is_not_the_answer() ->
 
 
 def test_a_retry_reminds_of_what_the_first_reply_missed() -> None:
-    plain = build_messages("Что такое YJIT?", "ru", [])[1]["content"]
-    language = build_messages("Что такое YJIT?", "ru", [], reminder="language")[1]["content"]
-    strict = build_messages("Что такое YJIT?", "ru", [], reminder="strict")[1]["content"]
+    plain = build_messages("Что такое YJIT?", "ru", Selection())[1]["content"]
+    language = build_messages("Что такое YJIT?", "ru", Selection(), reminder="language")[1]["content"]
+    strict = build_messages("Что такое YJIT?", "ru", Selection(), reminder="strict")[1]["content"]
     assert LANGUAGE_REMINDER.format(name="Russian") in language and STRICT_REMINDER not in language
     assert STRICT_REMINDER in strict and "not in Russian" not in strict
     assert "previous reply" not in plain

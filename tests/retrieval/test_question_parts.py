@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.answer_prompt import PARTS_NOTE, build_messages
+from retrieval.answer_prompt import PARTS_NOTE, Selection, build_messages
 from retrieval.question_parts import MAX_PARTS, question_parts
 
 
@@ -62,11 +62,12 @@ def test_more_parts_than_the_limit_is_one_question_listing_things() -> None:
 
 
 def test_the_prompt_lists_the_parts_after_the_question_and_only_when_there_are_several() -> None:
-    user = build_messages("When X and what Y?", "en", [], parts=["When X", "what Y"])[1]["content"]
+    user = build_messages("When X and what Y?", "en", Selection(parts=["When X", "what Y"]))[1]["content"]
     assert PARTS_NOTE.format(count=2) + "1. When X\n2. what Y\n" in user
     assert user.index("Question: When X and what Y?") < user.index("1. When X")
     assert user.rstrip().endswith('(language code "en").')
-    single = build_messages("What is X?", "en", [], parts=["What is X?"])[1]["content"]
+    single = build_messages("What is X?", "en", Selection(parts=["What is X?"]))[1]["content"]
     assert "things. Answer each" not in single
     # the system message stays the same bytes, so llama-server's prompt cache keeps it
-    assert build_messages("a?", "en", [])[0] == build_messages("b and what c?", "en", [], parts=["b", "what c"])[0]
+    assert build_messages("a?", "en", Selection())[0] == build_messages(
+        "b and what c?", "en", Selection(parts=["b", "what c"]))[0]
