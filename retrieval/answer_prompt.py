@@ -55,6 +55,8 @@ LANGUAGE_REMINDER = (
     "say, keep names, versions and numbers as they are, and cite them as [n]."
 )
 Reminder = Literal["strict", "language"]
+# The fence's lines open with these; a reply that writes one is copying the prompt back (answer_tidy).
+FENCE_OPEN, FENCE_CLOSE = "<<<MATERIAL", "<<<END MATERIAL"
 # A question that asks several things: the small model answers the first and drops the rest.
 PARTS_NOTE = "The question asks {count} things. Answer each of them with what the passages say about it:\n"
 
@@ -176,7 +178,7 @@ def build_messages(
         asks = PARTS_NOTE.format(count=len(parts)) + "".join(f"{i}. {p}\n" for i, p in enumerate(parts, 1)) + "\n"
     user = (
         f"The material's tag is {tag}.\n"
-        f"<<<MATERIAL {tag}>>>\n" + "\n\n".join(blocks) + f"\n<<<END MATERIAL {tag}>>>\n\n"
+        f"{FENCE_OPEN} {tag}>>>\n" + "\n\n".join(blocks) + f"\n{FENCE_CLOSE} {tag}>>>\n\n"
         f"Question: {question}\n\n"
         + asks
         + note[reminder]

@@ -31,3 +31,11 @@ def test_a_reply_that_ended_by_itself_is_left_as_written() -> None:
 def test_a_line_nothing_was_dropped_from_keeps_its_spacing() -> None:
     code = "Run it like this [1]:\n\n    certbot certonly  --test-cert\n    certbot renew"
     assert tidy_answer(code, cut=False) == code
+
+
+def test_a_reply_that_writes_the_fence_ends_before_it() -> None:
+    # The model answered, then wrote the material's closing line and copied the prompt back.
+    copied = ("Нет, на shared-хостинге GoDaddy это пока не рекомендуется [1]. <<<END MATERIAL 95821d6e428b>>>\n\n"
+              "[1] Сертификаты Let's Encrypt на хостинге GoDaddy (ru)\nНас часто спрашивают …")
+    assert tidy_answer(copied, cut=False) == "Нет, на shared-хостинге GoDaddy это пока не рекомендуется [1]."
+    assert tidy_answer("<<<MATERIAL 1a2b>>>\n[1] Title (en)\nPassage text.", cut=True) == ""
