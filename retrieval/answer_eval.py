@@ -37,7 +37,7 @@ from infra.text_language import detect
 from retrieval.answer_check import citation_numbers, has_cyrillic, stems
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError
 from retrieval.answer_stream import DELTA, AnswerStream
-from retrieval.hybrid import RetrievalText
+from retrieval.hybrid import PeriodOf, RetrievalText
 from retrieval.rag import RagContext, answer_question
 from retrieval.rag_eval import machine, percentile
 from retrieval.search import normalize_search, search_articles
@@ -173,9 +173,11 @@ async def read_by_source(pool: asyncpg.Pool, collection: str, sources: Sequence[
 
 
 async def run_case(
-    ctx: RagContext, case: AnswerCase, retrieval_text: RetrievalText | None = None, collection: str | None = None
+    ctx: RagContext, case: AnswerCase, retrieval_text: RetrievalText | None = None, collection: str | None = None,
+    period_of: PeriodOf | None = None,
 ) -> CaseResult:
-    """One case through the real path: search (combined) then retrieve, select, answer, check."""
+    """One case through the real path: search (combined) then retrieve, select, answer, check. An ask
+    case prefers the articles of the period its question names (``period_of``), as the router's ask does."""
     stream = _TimedStream(ctx.pool)
     started = time.monotonic()
     scope: list[str] | None = None
@@ -190,6 +192,7 @@ async def run_case(
         ctx, question=case.question, language=case.language, answer_language=case.answer_language, scope=scope,
         scope_truncated=truncated, deadline=deadline, stream=stream,
         retrieval_text=retrieval_text(case.question) if retrieval_text else None,
+        prefer_period=period_of(case.question, date.fromisoformat(case.today)) if period_of and scope is None else None,
     )
     total_s = time.monotonic() - started
     read = await read_by_source(ctx.pool, collection, outcome.sources) if collection is not None else None
@@ -253,7 +256,7 @@ def render_markdown(report: dict[str, Any], *, title: str) -> str:
 
 async def run_answer_eval(
     ctxs: Sequence[RagContext], cases: Sequence[AnswerCase], *, time_budget_s: float | None = None,
-    retrieval_text: RetrievalText | None = None,
+    retrieval_text: RetrievalText | None = None, period_of: PeriodOf | None = None,
 ) -> dict[str, Any]:
     """Every case with every answer model (one context each), cases interleaved across models so a
     load spike on a shared machine hits them alike. With ``time_budget_s``, no case starts after
@@ -274,7 +277,7 @@ async def run_answer_eval(
         if stop_at is not None and time.monotonic() >= stop_at:
             break
         for ctx, report in zip(ctxs, reports, strict=True):
-            report.results.append(await run_case(ctx, case, retrieval_text, version.name))
+            report.results.append(await run_case(ctx, case, retrieval_text, version.name, period_of))
         ran += 1
     return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine(),
             "collection": version.name, "cases": ran, "casesPlanned": len(cases),
@@ -283,7 +286,7 @@ async def run_answer_eval(
 
 async def eval_installation(
     settings: Settings, cases: Sequence[AnswerCase], models: Sequence[str], *, time_budget_s: float | None = None,
-    retrieval_text: RetrievalText | None = None,
+    retrieval_text: RetrievalText | None = None, period_of: PeriodOf | None = None,
 ) -> dict[str, Any]:
     """The configured database, vector store and LLM endpoint; one run per answer model. With
     Qdrant Edge stop the vector worker first (it holds the store)."""
@@ -303,7 +306,8 @@ async def eval_installation(
             ctxs.append(RagContext(settings=configured, pool=pool, store=store, embedders=embedders,
                                    llm=create_llm_client(configured) if configured.llm_configured else None,
                                    reranker=reranker))
-        return await run_answer_eval(ctxs, cases, time_budget_s=time_budget_s, retrieval_text=retrieval_text)
+        return await run_answer_eval(ctxs, cases, time_budget_s=time_budget_s, retrieval_text=retrieval_text,
+                                     period_of=period_of)
     finally:
         if reranker is not None:
             await reranker.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import asyncpg
 
-from infra.messages.ask import AskOutcome
+from infra.messages.ask import AskOutcome, PublishedPeriod
 from infra.results import ArticlesPage, Language, LanguageFilter, NormalizedSearch
 from router.question_reading import retrieval_text
 
@@ -44,6 +44,7 @@ class AskCall:
     scope: Sequence[str] | None = None
     scope_truncated: bool = False
     job_id: str | None = None
+    prefer_period: PublishedPeriod | None = None  # no scope: the articles of the period the question names first
 
     @property
     def retrieval_text(self) -> str | None:
@@ -84,5 +85,5 @@ class InProcessExecutor:
         return await answer_question(
             self.rag, question=call.question, language=call.language, answer_language=call.answer_language,
             scope=call.scope, scope_truncated=call.scope_truncated, deadline=deadline, job_id=call.job_id,
-            retrieval_text=call.retrieval_text,
+            retrieval_text=call.retrieval_text, prefer_period=call.prefer_period,
         )

@@ -18,6 +18,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from infra.db.pool import DatabaseUnavailable
+from infra.messages.ask import PublishedPeriod
 from infra.results import Language, LanguageFilter, NormalizedSearch, QuestionResult
 from infra.settings import ConfigError, Limits
 from infra.status import ResultType
@@ -29,6 +30,7 @@ from router.dates import check_against_question
 from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import AskCall, ToolExecutionError, ToolExecutor
 from router.material_language import LanguageCues, language_cues, material_language
+from router.question_reading import published_period
 from router.reader import read_period
 from router.tool_results import answer_result, empty_result, executed, nothing_to_answer, search_result
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
@@ -48,6 +50,8 @@ class ValidatedCall:
     # Set when nothing can match whatever is searched (a period after today): the reason, and
     # the result is an honest empty one without running the search.
     empty_reason: str | None = None
+    # AskArticles: the period the user's question names; the ask prefers its articles (no filter).
+    period: PublishedPeriod | None = None
 
     def normalized_arguments(self) -> dict[str, Any]:
         out: dict[str, Any] = self.search.wire() if self.search is not None else {}
@@ -264,7 +268,7 @@ class CallValidator:
         return ValidatedCall(
             ASK, args, question=ask.question, language=language["language"],
             answer_language=self._answer_language(ask.answerLanguage),
-            adjustments=(adjusted,) if adjusted else (),
+            adjustments=(adjusted,) if adjusted else (), period=published_period(self.period_reading.period),
         )
 
     def _combined(self, args: dict[str, Any]) -> ValidatedCall | Rejection:
@@ -365,7 +369,7 @@ class Gateway:
         assert call.question is not None and call.answer_language is not None
         outcome = await self.executor.ask(AskCall(
             question=call.question, language=call.language, answer_language=call.answer_language,
-            scope=None, job_id=self.audit.job_id,
+            scope=None, job_id=self.audit.job_id, prefer_period=call.period,
         ), deadline=deadline)
         return answer_result(ResultType.ANSWER, call, outcome, page=None, truncated=False)
 

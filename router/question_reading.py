@@ -14,11 +14,19 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from infra.messages.ask import PublishedPeriod
 from infra.results import Language, LanguageFilter
 from router.intent import ASK_CLAUSE, BRIEF_ANSWER, strip_greeting
 from router.language import written_language
 from router.material_language import material_language
-from router.reader import COLLECTION_NOUN, DateExpectation, QuestionCues, language_cues, read_cues
+from router.reader import (
+    COLLECTION_NOUN,
+    DateExpectation,
+    QuestionCues,
+    language_cues,
+    read_cues,
+    read_period,
+)
 
 __all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question", "retrieval_text"]
 
@@ -142,3 +150,18 @@ def retrieval_text(question: str) -> str | None:
     text = " ".join(question.split())
     rest = _SPACE_BEFORE_MARK.sub(r"\1", " ".join(language_cues(text).rest.split()))
     return rest if rest and rest != text else None
+
+
+def published_period(period: DateExpectation | None) -> PublishedPeriod | None:
+    """The period a question names as an ask's preference (`retrieval.hybrid.retrieve_preferring`):
+    the whole span the phrase may mean ("autumn 2006": September to November); None when it names
+    none, or one after today (no article is from it)."""
+    if period is None or period.future:
+        return None
+    start, end = period.period
+    return PublishedPeriod(date_from=start if start > date.min else None, date_to=end)
+
+
+def question_period(question: str, today: date) -> PublishedPeriod | None:
+    """`published_period` of the period ``question`` names, read as the router reads it."""
+    return published_period(read_period(" ".join(question.split()), today).period)

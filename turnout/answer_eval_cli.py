@@ -34,7 +34,7 @@ def eval_answers(
     answers per model. The corpus must be imported and indexed (`turnout import`, `turnout reembed`)."""
     from retrieval.answer_eval import eval_installation, render_markdown
     from retrieval.answer_eval_cases import SETS, AnswerEvalError, load_answer_cases, resolve_set
-    from router.question_reading import retrieval_text
+    from router.question_reading import question_period, retrieval_text
 
     if split not in SETS:
         console.print(f"[red]--split is one of {', '.join(SETS)}[/red]")
@@ -54,7 +54,7 @@ def eval_answers(
         settings = settings.model_copy(update={"llm_answer_model": settings.llm_router_model})
     try:
         report = asyncio.run(eval_installation(settings, cases, models or [], time_budget_s=time_budget_s,
-                                               retrieval_text=retrieval_text))
+                                               retrieval_text=retrieval_text, period_of=question_period))
     except AnswerEvalError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc

@@ -53,7 +53,7 @@ class QueueExecutor:
         request = AskRequest(
             question=call.question, retrieval_text=call.retrieval_text, language=call.language, answer_language=call.answer_language,
             scope=list(call.scope) if call.scope is not None else None, scope_truncated=call.scope_truncated,
-            deadline_s=max(0.01, remaining_s(deadline)), job_id=call.job_id,
+            deadline_s=max(0.01, remaining_s(deadline)), job_id=call.job_id, prefer_period=call.prefer_period,
         )
         reply = await self._call(RAG_ANSWER, request, deadline)
         return AskOutcome.model_validate(reply)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 
 import asyncpg
 
@@ -26,3 +27,24 @@ async def visible_sources(db: asyncpg.Pool | asyncpg.Connection, ids: Sequence[s
         list(ids),
     )
     return {r["id"]: SourceArticle(**dict(r)) for r in rows}
+
+
+async def published_between(
+    db: asyncpg.Pool | asyncpg.Connection, date_from: date | None, date_to: date | None,
+    language: str | Sequence[str] | None,
+) -> list[str]:
+    """The visible localizations published from ``date_from`` through ``date_to`` (UTC days; None: open),
+    in ``language`` (a code, several, or None: every language)."""
+    start = datetime.combine(date_from, time.min, UTC) if date_from is not None else None
+    end = datetime.combine(date_to + timedelta(days=1), time.min, UTC) if date_to is not None else None
+    languages = [language] if isinstance(language, str) else list(language) if language is not None else None
+    rows = await db.fetch(
+        """
+        SELECT id FROM localizations
+        WHERE published AND NOT hidden
+          AND ($1::timestamptz IS NULL OR created_at >= $1) AND ($2::timestamptz IS NULL OR created_at < $2)
+          AND ($3::text[] IS NULL OR language = ANY($3::text[]))
+        """,
+        start, end, languages,
+    )
+    return [r["id"] for r in rows]

@@ -3,6 +3,7 @@ answered by workers/tasks/rag.py) and its reply."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import Field
@@ -13,11 +14,20 @@ from infra.status import ResultStatus
 AnswerKind = Literal["llm", "extractive"]
 
 
+class PublishedPeriod(WireModel):
+    """When the articles an ask prefers were published (a bound None: open), read from the question."""
+
+    date_from: date | None = None
+    date_to: date | None = None
+
+
 class AskRequest(WireModel):
     """The ``turnout.rag.answer`` task's payload. Unknown fields are refused (a forged payload)."""
 
     question: str = Field(min_length=1, max_length=10_000)
     retrieval_text: str | None = Field(default=None, max_length=10_000)  # what retrieval reads; None: the question
+    # An ask over the whole collection that names a period: its articles are preferred, not required.
+    prefer_period: PublishedPeriod | None = None
     language: LanguageFilter | None = None  # one code or several (the articles' languages)
     answer_language: Language
     scope: list[str] | None = None  # localization ids; None: the whole collection
