@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import TypeAlias
@@ -24,6 +24,7 @@ import asyncpg
 
 from infra.db import rag_chunks as chunks_db
 from infra.db.collections import CollectionVersion
+from infra.db.rag_sources import published_between
 from infra.messages.ask import PublishedPeriod
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import Hit, StoredChunk, VectorStore
@@ -165,33 +166,38 @@ async def retrieve(
     return Retrieved(hits, vector_hits, lexical_hits, round((time.monotonic() - started) * 1000, 2))
 
 
-async def retrieve_preferring(
+async def retrieve_preferring_period(
     pool: asyncpg.Pool,
     store: VectorStore,
     embedders: EmbedderRegistry,
     version: CollectionVersion,
     question: str,
     *,
-    prefer: Sequence[str],
+    period: PublishedPeriod | None,
     language: str | Sequence[str] | None,
+    scope: Sequence[str] | None,
     config: RetrievalConfig,
     deadline: float | None = None,
     reranker: Reranker | None = None,
 ) -> Retrieved:
-    """``retrieve`` over the whole collection and over ``prefer`` (localization ids: the articles of the
-    period the question names), the two lists fused (RRF, equal weights). A chunk of a preferred article
-    counts in both lists, so it rises; a chunk outside the period that both sides rank high stays.
+    """``retrieve``; a question over the whole collection (no ``scope``) that names a ``period`` prefers
+    that period's articles: retrieval over them and over every article, fused (RRF, equal weights, the
+    period's list first). A chunk of the period counts in both lists, so it rises; a chunk outside it
+    that both rank high stays; a tie (each list's best chunk) goes to the period named.
 
     A question like "which versions did the CGI DoS of autumn 2006 affect?" asked over every article
-    found its article in none of its passages: later advisories share its words. On a set of
-    user-phrased questions (the fourth answer set, 9 of 33 naming a period) the answering article
-    reached the passages for 30 cases instead of 25, and 53 of 78 key facts instead of 47 (docs/rag.md,
-    round 16)."""
-    whole, preferred = await asyncio.gather(
-        retrieve(pool, store, embedders, version, question, language=language, scope=None, config=config,
-                 deadline=deadline, reranker=reranker),
-        retrieve(pool, store, embedders, version, question, language=language, scope=prefer, config=config,
-                 deadline=deadline, reranker=reranker),
-    )
-    hits = fuse([(1.0, whole.hits), (1.0, preferred.hits)], rrf_k=config.rrf_k, limit=config.top_k)
+    found its article in none of its passages: later advisories share its words. On user-phrased
+    questions (the fourth answer set, 9 of 33 naming a period) the answering article reached the
+    passages for 30 cases instead of 25, with 53 of 78 key facts instead of 47 (docs/rag.md, round 16)."""
+    def over(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
+        return retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
+                        deadline=deadline, reranker=reranker)
+
+    if scope is not None or period is None:
+        return await over(scope)
+    preferred_ids = await published_between(pool, period.date_from, period.date_to, language)
+    if not preferred_ids:
+        return await over(None)
+    preferred, whole = await asyncio.gather(over(preferred_ids), over(None))
+    hits = fuse([(1.0, preferred.hits), (1.0, whole.hits)], rrf_k=config.rrf_k, limit=config.top_k)
     return Retrieved(hits, whole.vector_hits, whole.lexical_hits, max(whole.latency_ms, preferred.latency_ms))

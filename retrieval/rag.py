@@ -34,7 +34,7 @@ from infra.budgets import BudgetExceeded, SpendLedger
 from infra.counters import ANSWER_CHECKS, ANSWER_OUTCOMES, bump
 from infra.db.audit import AuditEvent, insert_audit_events
 from infra.db.collections import CollectionVersion, active_version, get_version
-from infra.db.rag_sources import published_between, visible_sources
+from infra.db.rag_sources import visible_sources
 from infra.llm import create_llm_client
 from infra.messages.ask import AskOutcome, AskRequest, PublishedPeriod
 from infra.results import Source, Usage
@@ -55,7 +55,7 @@ from retrieval.answer_stream import AnswerStream
 from retrieval.answer_tidy import tidy_answer
 from retrieval.citations import ground_citations, repair_citations
 from retrieval.embeddings import EmbedderRegistry, EmbeddingError
-from retrieval.hybrid import RetrievalConfig, Retrieved, retrieve, retrieve_preferring
+from retrieval.hybrid import RetrievalConfig, retrieve_preferring_period
 from retrieval.rerank import Reranker
 
 log = logging.getLogger("turnout.rag")
@@ -147,7 +147,7 @@ async def answer_question(
     cut read instead of the question (the router's: the question without its language cues,
     `router.question_reading.retrieval_text`); the model always reads the question.
     ``prefer_period``: the period the question names, when it asks over the whole collection
-    (no ``scope``): its articles are preferred, not required (`retrieve_preferring`)."""
+    (no ``scope``): its articles are preferred, not required (`retrieve_preferring_period`)."""
     if answer_language not in LANGUAGE_NAMES:
         raise ValueError(f"answer_language must be one of {sorted(LANGUAGE_NAMES)}, not {answer_language!r}")
     if scope is not None and not scope:
@@ -158,7 +158,10 @@ async def answer_question(
     if version is None:
         return _no_results(answer_language, "no articles are indexed yet (run `turnout reembed`)")
     query = retrieval_text or question
-    retrieved = await _retrieve(ctx, version, query, language, scope_ids, prefer_period, deadline)
+    retrieved = await retrieve_preferring_period(
+        ctx.pool, ctx.store, ctx.embedders, version, query, period=prefer_period, language=language, scope=scope_ids,
+        config=RetrievalConfig.from_settings(ctx.settings), deadline=deadline, reranker=ctx.reranker,
+    )
     hits = retrieved.hits
     sources = await visible_sources(ctx.pool, [h.chunk.localization_id for h in hits])
     hits = [h for h in hits if h.chunk.localization_id in sources]
@@ -172,21 +175,6 @@ async def answer_question(
         await stream.start()
     return await _answer_from(ctx, question, answer_language, selection, scope_truncated or selection.cut,
                               deadline, stream, audit=_AuditNote(job_id, language, scope_ids))
-
-
-async def _retrieve(
-    ctx: RagContext, version: CollectionVersion, query: str, language: str | Sequence[str] | None,
-    scope: list[str] | None, prefer_period: PublishedPeriod | None, deadline: float | None,
-) -> Retrieved:
-    config = RetrievalConfig.from_settings(ctx.settings)
-    if scope is None and prefer_period is not None:
-        preferred = await published_between(ctx.pool, prefer_period.date_from, prefer_period.date_to, language)
-        if preferred:
-            return await retrieve_preferring(ctx.pool, ctx.store, ctx.embedders, version, query, prefer=preferred,
-                                             language=language, config=config, deadline=deadline,
-                                             reranker=ctx.reranker)
-    return await retrieve(ctx.pool, ctx.store, ctx.embedders, version, query, language=language, scope=scope,
-                          config=config, deadline=deadline, reranker=ctx.reranker)
 
 
 @dataclass(frozen=True)

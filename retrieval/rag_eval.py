@@ -20,7 +20,7 @@ import platform
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from infra.results import LANGUAGES
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import VectorStore
 from retrieval.embeddings import EmbedderRegistry
-from retrieval.hybrid import RetrievalConfig, RetrievalText, retrieve
+from retrieval.hybrid import PeriodOf, RetrievalConfig, RetrievalText, retrieve_preferring_period
 from retrieval.rerank import Reranker
 
 DATA = Path(__file__).parent / "data"
@@ -189,8 +189,12 @@ async def run_rag_eval(
     cases: Sequence[RagEvalCase],
     modes: Sequence[EvalMode],
     retrieval_text: RetrievalText | None = None,
+    period_of: PeriodOf | None = None,
+    today: date | None = None,
 ) -> dict[str, Any]:
-    """Run every case in every mode; returns the report document (``render_markdown`` prints it)."""
+    """Run every case in every mode; returns the report document (``render_markdown`` prints it). A case
+    with no scope prefers the articles of the period its question names (``period_of``, read on
+    ``today``, by default the run's day), as the production ask does."""
     indexed = set(await chunks_db.indexed_localizations(
         pool, version.name, sorted({i for c in cases for i in c.expected})
     ))
@@ -206,8 +210,9 @@ async def run_rag_eval(
         for mode in modes:
             started = time.monotonic()
             query = (retrieval_text(case.question) if retrieval_text else None) or case.question
-            retrieved = await retrieve(
+            retrieved = await retrieve_preferring_period(
                 pool, store, embedders, version, query, language=case.language,
+                period=period_of(case.question, today or date.today()) if period_of else None,
                 scope=list(case.scope) if case.scope is not None else None, config=mode.config,
                 reranker=mode.reranker,
             )
@@ -263,7 +268,8 @@ def resolve_set(name_or_path: str) -> Path:
 
 
 async def eval_installation(
-    settings: Settings, cases: Sequence[RagEvalCase], retrieval_text: RetrievalText | None = None
+    settings: Settings, cases: Sequence[RagEvalCase], retrieval_text: RetrievalText | None = None,
+    period_of: PeriodOf | None = None,
 ) -> dict[str, Any]:
     """Evaluate against the configured database and vector store, on the version serving reads.
     Qdrant Edge may be opened by one process only: stop the vector worker first, or use a server."""
@@ -281,7 +287,7 @@ async def eval_installation(
         if version is None:
             raise RagEvalFileError("no collection version serves reads: run `turnout reembed` first")
         return await run_rag_eval(pool, store, ctx.embedders, version, cases, default_modes(settings, ctx.reranker),
-                                  retrieval_text)
+                                  retrieval_text, period_of)
     finally:
         if reranker is not None:
             await reranker.close()

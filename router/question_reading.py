@@ -153,7 +153,7 @@ def retrieval_text(question: str) -> str | None:
 
 
 def published_period(period: DateExpectation | None) -> PublishedPeriod | None:
-    """The period a question names as an ask's preference (`retrieval.hybrid.retrieve_preferring`):
+    """The period a question names as an ask's preference (`retrieval.hybrid.retrieve_preferring_period`):
     the whole span the phrase may mean ("autumn 2006": September to November); None when it names
     none, or one after today (no article is from it)."""
     if period is None or period.future:

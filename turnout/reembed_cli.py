@@ -126,12 +126,13 @@ def eval_rag(
         render_markdown,
         resolve_set,
     )
-    from router.question_reading import retrieval_text
+    from router.question_reading import question_period, retrieval_text
 
     settings = get_settings()
     settings.require_services(redis=False)
     try:
-        report = asyncio.run(eval_installation(settings, load_rag_cases(resolve_set(cases)), retrieval_text))
+        report = asyncio.run(eval_installation(settings, load_rag_cases(resolve_set(cases)), retrieval_text,
+                                               question_period))
     except RagEvalFileError as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc

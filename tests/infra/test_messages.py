@@ -126,8 +126,9 @@ def test_a_message_from_before_the_models_still_parses() -> None:
         JobMessage.model_validate({**http, "answerLanguage": "fr"})
     old_ask = {"question": "q", "language": ["de", "en"], "answerLanguage": "en", "scope": None,
                "scopeTruncated": False, "deadlineS": 3.0, "jobId": "job_x"}
-    # Nothing of it is lost; the field added since (retrievalText) reads the question itself.
-    assert AskRequest.model_validate(old_ask).wire() == {**old_ask, "retrievalText": None}
+    # Nothing of it is lost; the fields added since read the question itself (retrievalText) and
+    # prefer no period (preferPeriod).
+    assert AskRequest.model_validate(old_ask).wire() == {**old_ask, "retrievalText": None, "preferPeriod": None}
     assert AskRequest.model_validate(old_ask).with_deadline(1.5).deadline_s == 1.5
     old_outcome = {"status": "answered", "answer": "a [1]", "answerKind": "llm", "sources": [], "coverageLimited": False,
                    "usage": {"llmCalls": 1}, "answerLanguage": "en", "message": None}
