@@ -187,7 +187,7 @@ async def retrieve_preferring_period(
 
     A question like "which versions did the CGI DoS of autumn 2006 affect?" asked over every article
     found its article in none of its passages: later advisories share its words. On user-phrased
-    questions (the fourth answer set, 9 of 33 naming a period) the answering article reached the
+    questions (the fourth answer set, 9 of its 25 asks naming a period) the answering article reached the
     passages for 30 cases instead of 25, with 53 of 78 key facts instead of 47 (docs/rag.md, round 16)."""
     def over(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
         return retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,

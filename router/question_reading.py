@@ -28,7 +28,10 @@ from router.reader import (
     read_period,
 )
 
-__all__ = ["ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "read_question", "retrieval_text"]
+__all__ = [
+    "ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "published_period", "question_period", "read_question",
+    "retrieval_text",
+]
 
 # Verbs of publication say when, not what: "what was published/вышло/erschienen", "kamen … raus".
 _PUBLICATION_VERB = re.compile(
