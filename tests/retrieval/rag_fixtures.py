@@ -180,3 +180,15 @@ async def index(ctx: RagContext, *, batch_size: int = 4, **selection: object) ->
     run = await get_run(ctx.pool, run_id)
     assert run is not None
     return run
+
+
+async def extractive_ctx(
+    settings: Settings, pool: asyncpg.Pool, store: VectorStore, records: Sequence[ArticleRecord], *, top_k: int
+) -> RagContext:
+    """``records`` loaded and indexed, answered extractively from the top ``top_k`` chunks: the sources are
+    exactly what retrieval ranked first."""
+    limits = settings.limits.model_copy(update={"rag_top_k": top_k})
+    context = make_ctx(settings.model_copy(update={"limits": limits}), pool, store, llm=False)
+    await load(pool, records)
+    await index(context, batch_size=8)
+    return context

@@ -21,7 +21,7 @@ from router.executor import AskCall, InProcessExecutor
 from router.gateway import CallValidator, ValidatedCall
 from router.question_reading import question_period
 from router.tools import default_registry
-from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
+from tests.retrieval.rag_fixtures import extractive_ctx, rag_db, rag_settings, store
 from tests.retrieval.test_hybrid import REXML, _records
 
 FIXTURES = (rag_db, rag_settings, store)
@@ -34,14 +34,10 @@ TODAY = date(2026, 12, 6)
 
 @pytest.fixture
 async def ctx(rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore) -> RagContext:
-    limits = rag_settings.limits.model_copy(update={"rag_top_k": 3})
-    context = make_ctx(rag_settings.model_copy(update={"limits": limits}), rag_db, store, llm=False)
-    await load(rag_db, RECORDS)
-    await index(context, batch_size=8)
-    return context
+    return await extractive_ctx(rag_settings, rag_db, store, RECORDS, top_k=3)
 
 
-def _keys(sources: Sequence[Source]) -> list[str]:
+def _keys(sources: Sequence[Source]) -> list[str | None]:
     return [next(r.translation_key for r in RECORDS if r.id == s.article_id) for s in sources]
 
 

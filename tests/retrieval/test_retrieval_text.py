@@ -14,7 +14,7 @@ from infra.settings import Settings
 from infra.vectors import VectorStore
 from retrieval.rag import RagContext, answer_question
 from router.executor import AskCall, InProcessExecutor
-from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
+from tests.retrieval.rag_fixtures import extractive_ctx, rag_db, rag_settings, store
 from tests.retrieval.test_hybrid import _records
 
 FIXTURES = (rag_db, rag_settings, store)
@@ -31,11 +31,7 @@ QUESTION = "Erkläre mir bitte auf Russisch, welche Challenge-Typen es gibt."
 
 @pytest.fixture
 async def ctx(rag_settings: Settings, rag_db: asyncpg.Pool, store: VectorStore) -> RagContext:
-    limits = rag_settings.limits.model_copy(update={"rag_top_k": 3})
-    context = make_ctx(rag_settings.model_copy(update={"limits": limits}), rag_db, store, llm=False)
-    await load(rag_db, RECORDS)
-    await index(context, batch_size=8)
-    return context
+    return await extractive_ctx(rag_settings, rag_db, store, RECORDS, top_k=3)
 
 
 def _first_source(sources: Sequence[Source]) -> str | None:
