@@ -9,7 +9,7 @@ A reader gets each sentence once, and sees where the cap cut the answer.
   holds is dropped; a line left empty by that goes too;
 - a reply that writes the prompt's fence line ("<<<END MATERIAL …>>>") goes on by copying the prompt
   back (the passages' headers, the passages): it ends before that line (1 of 33 fourth-set answers
-  did, round 16);
+  did, round 16), and what comes before it is not marked as cut: the model ended that part itself;
 - when the reply stopped at the cap (``cut``), a list item it had only begun goes and an unfinished
   last sentence ends with "…", so the reader sees it was cut (it is kept: it often holds a fact).
 
@@ -38,6 +38,7 @@ def tidy_answer(text: str, *, cut: bool) -> str:
     fence = _FENCE.search(text)
     if fence is not None:
         text = text[:fence.start()]
+        cut = False  # the cap stopped the copy, not the answer written before it
     seen: set[str] = set()
     lines: list[str] = []
     for line in text.split("\n"):

@@ -109,6 +109,26 @@ def lexical_weight(config: RetrievalConfig, lexical_hits: Sequence[Hit]) -> floa
     return config.lexical_weight if strong else config.lexical_weak_weight
 
 
+@dataclass(frozen=True)
+class _VectorQuery:
+    """What the vector list needs besides its scope: read once per question, shared by the lists
+    `retrieve_preferring_period` runs."""
+
+    vector: Sequence[float]
+    excluded: list[str]  # localizations hidden or unpublished since indexing
+
+    @classmethod
+    async def read(
+        cls, pool: asyncpg.Pool, embedders: EmbedderRegistry, version: CollectionVersion, question: str,
+        deadline: float | None,
+    ) -> _VectorQuery:
+        vectors, excluded = await asyncio.gather(
+            embedders.get(version.model).embed([question], deadline=deadline),
+            chunks_db.invisible_indexed(pool, version.name),
+        )
+        return cls(vectors[0], excluded)
+
+
 async def retrieve(
     pool: asyncpg.Pool,
     store: VectorStore,
@@ -124,6 +144,24 @@ async def retrieve(
 ) -> Retrieved:
     """The chunks to answer from, best first (at most ``config.top_k``). An empty scope returns
     nothing and queries nothing."""
+    return await _retrieve(pool, store, embedders, version, question, language=language, scope=scope,
+                           config=config, deadline=deadline, reranker=reranker, vector_query=None)
+
+
+async def _retrieve(
+    pool: asyncpg.Pool,
+    store: VectorStore,
+    embedders: EmbedderRegistry,
+    version: CollectionVersion,
+    question: str,
+    *,
+    language: str | Sequence[str] | None,
+    scope: Sequence[str] | None,
+    config: RetrievalConfig,
+    deadline: float | None,
+    reranker: Reranker | None,
+    vector_query: _VectorQuery | None,  # None: read here, when the mode has a vector list
+) -> Retrieved:
     started = time.monotonic()
     if scope is not None and not scope:
         return Retrieved([])
@@ -134,12 +172,10 @@ async def retrieve(
     async def vector_list() -> list[Hit]:
         if not use_vector:
             return []
-        vectors, excluded = await asyncio.gather(
-            embedders.get(version.model).embed([question], deadline=deadline),
-            chunks_db.invisible_indexed(pool, version.name),
-        )
+        query = vector_query or await _VectorQuery.read(pool, embedders, version, question, deadline)
         return await asyncio.to_thread(
-            store.search, version.name, vectors[0], limit=limit, language=language, scope=scope, exclude=excluded,
+            store.search, version.name, query.vector, limit=limit, language=language, scope=scope,
+            exclude=query.excluded,
         )
 
     async def lexical_list() -> list[Hit]:
@@ -189,13 +225,18 @@ async def retrieve_preferring_period(
     found its article in none of its passages: later advisories share its words. On user-phrased
     questions (the fourth answer set, 9 of its 25 asks naming a period) the answering article reached the
     passages for 30 cases instead of 25, with 53 of 78 key facts instead of 47 (docs/rag.md, round 16)."""
-    def over(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
-        return retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
-                        deadline=deadline, reranker=reranker)
-
     if scope is not None or period is None:
-        return await over(scope)
+        return await retrieve(pool, store, embedders, version, question, language=language, scope=scope,
+                              config=config, deadline=deadline, reranker=reranker)
     preferred_ids = await published_between(pool, period.date_from, period.date_to, language)
+    vector_query = None  # the question embedded once for both lists
+    if preferred_ids and config.mode is not RetrievalMode.LEXICAL:
+        vector_query = await _VectorQuery.read(pool, embedders, version, question, deadline)
+
+    def over(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
+        return _retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
+                         deadline=deadline, reranker=reranker, vector_query=vector_query)
+
     if not preferred_ids:
         return await over(None)
     preferred, whole = await asyncio.gather(over(preferred_ids), over(None))

@@ -39,3 +39,6 @@ def test_a_reply_that_writes_the_fence_ends_before_it() -> None:
               "[1] Сертификаты Let's Encrypt на хостинге GoDaddy (ru)\nНас часто спрашивают …")
     assert tidy_answer(copied, cut=False) == "Нет, на shared-хостинге GoDaddy это пока не рекомендуется [1]."
     assert tidy_answer("<<<MATERIAL 1a2b>>>\n[1] Title (en)\nPassage text.", cut=True) == ""
+    # The cap stopped the copy, not the answer before the fence: that is not marked as cut.
+    unfinished = "Es gibt drei Challenge-Typen: HTTP-01, DNS-01 und TLS-ALPN-01 [1]"
+    assert tidy_answer(unfinished + "\n<<<END MATERIAL 1a2b>>>\n[1] Let's Encrypt (de)\nDie Chall", cut=True) == unfinished

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import date
 
 import asyncpg
+import numpy as np
 import pytest
 
 from infra.db.rag_sources import published_between
@@ -68,9 +69,20 @@ async def test_an_ask_prefers_the_articles_of_the_period_its_question_names(ctx:
     assert _keys(plain.sources)[0] != JULY
 
     period = question_period(QUESTION, TODAY)
-    outcome = await InProcessExecutor(ctx.pool, ctx).ask(
-        AskCall(question=QUESTION, language="en", answer_language="en", prefer_period=period))
+    embedder = ctx.embedders.get(ctx.settings.embedding_model)
+    embedded: list[Sequence[str]] = []
+    embed = embedder.embed
+
+    async def counted(texts: Sequence[str], *, deadline: float | None = None) -> np.ndarray:
+        embedded.append(texts)
+        return await embed(texts, deadline=deadline)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embedder, "embed", counted)
+        outcome = await InProcessExecutor(ctx.pool, ctx).ask(
+            AskCall(question=QUESTION, language="en", answer_language="en", prefer_period=period))
     assert _keys(outcome.sources)[0] == JULY
+    assert embedded == [[QUESTION]]  # the question is embedded once for both lists
     assert len(outcome.sources) > 1  # preferred, not required: the other advisories still answer
 
     # A period no article is from changes nothing.
