@@ -8,8 +8,10 @@ use, which can come during collection, and worker subprocesses inherit the same 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +29,8 @@ _RUN = secrets.token_hex(4)
 TEST_DATABASE = f"turnout_test_{_RUN}"
 TEST_PREFIX = f"turnout-test-{_RUN}:"
 _DATA_DIR = tempfile.mkdtemp(prefix=f"turnout-test-{_RUN}-")
+# Also where no session fixture runs: pytest-xdist's controlling process imports this module too.
+atexit.register(shutil.rmtree, _DATA_DIR, ignore_errors=True)
 
 # Before any process is started: whatever this run starts dies with it (tests/support/reaper.py).
 reaper.start(_RUN)
@@ -64,8 +68,6 @@ def test_environment() -> Iterator[None]:
         _LLM.stop()
         services.drop_database(TEST_DATABASE)
         services.delete_redis_prefix(TEST_PREFIX)
-        import shutil
-
         shutil.rmtree(_DATA_DIR, ignore_errors=True)
 
 

@@ -1,6 +1,8 @@
 """Tests leave no process behind: a pytest run stopped by SIGTERM (a CI timeout) or SIGKILL mid-test, where
 no fixture finalizer runs, still takes every process it started along - a private redis-server,
-a Celery worker started in its own session, and that worker's beat child (tests/support/reaper.py)."""
+a Celery worker started in its own session, and that worker's beat child (tests/support/reaper.py).
+Also when pytest runs its tests in worker processes (pytest-xdist, as ./scripts/test does): killing the
+controlling process takes its workers along, and each worker's own reaper takes what it started."""
 
 from __future__ import annotations
 
@@ -51,13 +53,17 @@ def _describe(pid: int) -> str:
         return f"{pid} gone"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_pytest_killed_mid_run_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize(("sig", "processes"), [(signal.SIGTERM, 0), (signal.SIGKILL, 0), (signal.SIGKILL, 2)],
+                         ids=["SIGTERM", "SIGKILL", "SIGKILL-two-processes"])
+def test_pytest_killed_mid_run_leaves_no_process_behind(tmp_path: Path, sig: signal.Signals, processes: int) -> None:
     mark = secrets.token_hex(6)
     ready = tmp_path / "ready.json"
-    env = {**os.environ, DRILL_MARK: mark, "HYGIENE_READY": str(ready)}
+    # Its temporary files (each pytest process's data directory) go where this test's go: no finalizer
+    # of the killed run removes them.
+    env = {**os.environ, DRILL_MARK: mark, "HYGIENE_READY": str(ready), "TMPDIR": str(tmp_path)}
     child = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "tests/support/hygiene_child.py", "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", "tests/support/hygiene_child.py", "-q", "-p", "no:cacheprovider",
+         "-n", str(processes)],
         cwd=services.REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     started: dict[str, object] = {}
@@ -71,7 +77,8 @@ def test_pytest_killed_mid_run_leaves_no_process_behind(tmp_path: Path, sig: sig
         pids = [int(p) for p in started["pids"]]  # type: ignore[attr-defined]
         assert len(pids) >= 3, started  # redis-server, the worker and its beat child
         assert all(psutil.pid_exists(p) for p in pids)
-        assert len(_descendants(mark)) >= 3  # the child pytest, the worker, its beat (redis-server hides its env)
+        # The child pytest (and its test process), the worker, its beat (redis-server hides its env).
+        assert len(_descendants(mark)) >= 3 + (processes > 0)
 
         child.send_signal(sig)
         child.wait(timeout=30)
