@@ -21,7 +21,7 @@ DATA = Path(__file__).parent / "data"
 # test half had been run (docs/rag.md, "Fourth round"); blind: a third, written blind on articles no
 # earlier set uses before round 13's change and run once after it (docs/rag.md, "Round 13"); fourth:
 # written blind on 2026-12-06 for round 15, on articles no earlier set uses; ~a third two-part questions.
-SETS = {name: DATA / f"answer_eval_{name}.jsonl" for name in ("dev", "test", "fresh", "blind", "fourth")}
+SETS = {name: DATA / f"answer_eval_{name}.jsonl" for name in ("dev", "test", "fresh", "blind", "fourth", "periods")}
 TOOLS = ("AskArticles", "SearchAndAskArticles")
 
 

@@ -1,4 +1,4 @@
-"""The shipped answer-evaluation sets (retrieval/data/answer_eval_{dev,test,fresh,blind}.jsonl) hold labels
+"""The shipped answer-evaluation sets (retrieval/data/answer_eval_{dev,test,fresh,blind,fourth,periods}.jsonl) hold labels
 that the real corpus supports: the format `turnout eval-answers` reads, checked against the articles."""
 
 from __future__ import annotations
@@ -75,7 +75,18 @@ def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earl
     assert by_language.keys() == LANGUAGES and min(by_language.values()) >= len(later) // 4, by_language
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind", "fourth"])
+def test_the_period_set_is_new_and_every_question_names_a_period() -> None:
+    later, earlier = _rows("periods"), [r for s in ("dev", "test", "fresh", "blind", "fourth") for r in _rows(s)]
+    assert len(later) == 30 and all(r["split"] == "periods" and FIELDS <= r.keys() for r in later)
+    assert not {r["id"] for r in later} & {r["id"] for r in earlier}
+    assert not {i for r in later for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
+    assert all(r["tool"] == "AskArticles" and "period" in r["tags"] for r in later)
+    tags = Counter(t for r in later for t in r["tags"])
+    assert tags["cross_language"] >= 5 and tags["answer_language"] >= 3 and tags["no_answer"] == 3, tags
+    assert Counter(r["questionLanguage"] for r in later) == {"ru": 10, "en": 10, "de": 10}
+
+
+@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind", "fourth", "periods"])
 def test_labels_point_at_articles_that_hold_the_key_facts(split: str, corpus: dict[str, ArticleRecord]) -> None:
     for row in _rows(split):
         records = [corpus[i] for i in row["articleIds"]]  # KeyError names an id the corpus lacks
