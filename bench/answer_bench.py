@@ -76,7 +76,7 @@ def todays_messages(question: str, answer_language: str, passages: Sequence[tupl
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _material(case: dict[str, Any], records: list[ArticleRecord]) -> list[tuple[ArticleRecord, int, str]]:
+def material_for(case: dict[str, Any], records: list[ArticleRecord]) -> list[tuple[ArticleRecord, int, str]]:
     """(record, position, chunk text): the expected articles' chunks, then following articles'."""
     by_id = {r.id: r for r in records}
     expected = [by_id[i] for i in case["expected"] if i in by_id]
@@ -92,7 +92,7 @@ def _material(case: dict[str, Any], records: list[ArticleRecord]) -> list[tuple[
     return out[:TOP_K]
 
 
-async def _timed(settings: Settings, messages: list[dict[str, str]]) -> dict[str, float]:
+async def timed_answer(settings: Settings, messages: list[dict[str, str]]) -> dict[str, float]:
     from infra.llm import create_llm_client
     from retrieval.answer_model import call_answer_model
     from retrieval.answer_stream import AnswerStream
@@ -127,38 +127,51 @@ async def _timed(settings: Settings, messages: list[dict[str, str]]) -> dict[str
             "gen_tok_per_s": round(call.usage.output_tokens / generating, 1), "ok": call.answer is not None}
 
 
-def _p50(values: list[float]) -> float:
+def p50(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[(len(ordered) - 1) // 2] if ordered else 0.0
 
 
-def run(settings: Settings, questions: int) -> list[dict[str, Any]]:
-    from infra.db.rag_sources import SourceArticle
-    from retrieval.answer_prompt import build_messages, select_passages
+def bench_cases(questions: int) -> tuple[list[dict[str, Any]], list[ArticleRecord]]:
+    """The first ``questions`` cases of the retrieval eval's dev half, and the corpus they are on."""
     from tests.support import services
 
     records = [r for r in read_corpus(services.SHARED_CORPUS) if isinstance(r, ArticleRecord)]
     cases = [json.loads(line) for line in (Path(__file__).parents[1] / "retrieval/data/rag_eval_dev.jsonl")
              .read_text(encoding="utf-8").splitlines() if line.strip()][:questions]
+    return cases, records
+
+
+def compact_messages(settings: Settings, case: dict[str, Any],
+                     material: list[tuple[ArticleRecord, int, str]]) -> list[dict[str, str]]:
+    """The production answer prompt (`retrieval/answer_prompt.py`) over ``material``."""
+    from infra.db.rag_sources import SourceArticle
+    from retrieval.answer_prompt import build_messages, select_passages
+
+    hits = [Hit(1.0 / (i + 1), StoredChunk(f"{r.id}-{p}", r.id, r.translation_key or r.id, r.language, p, t, ""))
+            for i, (r, p, t) in enumerate(material)]
+    sources = {r.id: SourceArticle(r.id, r.translation_key or r.id, r.language, r.title) for r, _, _ in material}
+    budget = min(settings.rag_answer_context_tokens, settings.limits.rag_context_tokens)
+    selection = select_passages(hits, sources, budget, case["question"])
+    return build_messages(case["question"], case["questionLanguage"], selection)
+
+
+def run(settings: Settings, questions: int) -> list[dict[str, Any]]:
+    cases, records = bench_cases(questions)
     samples: dict[str, list[dict[str, float]]] = {"today": [], "compact": []}
     for case in cases:
-        material = _material(case, records)
+        material = material_for(case, records)
         language = case["questionLanguage"]
         today = todays_messages(case["question"], language, [(r.title, r.language, t) for r, _, t in material])
-        hits = [Hit(1.0 / (i + 1), StoredChunk(f"{r.id}-{p}", r.id, r.translation_key or r.id, r.language, p, t, ""))
-                for i, (r, p, t) in enumerate(material)]
-        sources = {r.id: SourceArticle(r.id, r.translation_key or r.id, r.language, r.title) for r, _, _ in material}
-        budget = min(settings.rag_answer_context_tokens, settings.limits.rag_context_tokens)
-        selection = select_passages(hits, sources, budget, case["question"])
-        compact = build_messages(case["question"], language, selection)
+        compact = compact_messages(settings, case, material)
         for label, messages, cap in (("today", today, TODAY_MAX_TOKENS), ("compact", compact, None)):
             call_settings = settings if cap is None else settings.model_copy(update={"rag_answer_max_tokens": cap})
-            result = asyncio.run(_timed(call_settings, messages))
+            result = asyncio.run(timed_answer(call_settings, messages))
             samples[label].append(result)
             print(case["id"], label, result, flush=True)
 
     def metric(key: str) -> tuple[float, float]:
-        return _p50([s[key] for s in samples["compact"]]), _p50([s[key] for s in samples["today"]])
+        return p50([s[key] for s in samples["compact"]]), p50([s[key] for s in samples["today"]])
 
     rows = []
     for key, name, target in (("first_s", "time to first answer token p50", f"<= {TARGET_FIRST_S:.0f} s"),

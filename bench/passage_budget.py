@@ -4,7 +4,10 @@ For each case of an answer eval set (dev by default: tune on dev only), the prod
 the prompt — search (combined cases), hybrid retrieval, visible sources, ``select_passages`` — at
 each budget of ``--budgets``; a key fact counts when any of its forms occurs in the selected
 passages (case-insensitive), as `turnout eval-answers` scores answers. No LLM: this is the most a
-model could recall from that prompt, and the estimated prompt tokens it costs.
+model could recall from that prompt, and the estimated prompt tokens it costs. Each budget is measured
+twice, side by side: with the period an ask names preferred, as production retrieves
+(`retrieve_preferring_period`), and without (plain `retrieve`, the baseline); also counted, the cases
+whose answering article is among the passages.
 
 Run against an installation with the corpus indexed (stop the Edge vector worker first):
 ``.venv/bin/python -m bench.passage_budget [--split dev] [--budgets 300,450,700]``.
@@ -26,19 +29,21 @@ from retrieval.chunking import estimate_tokens
 class BudgetTotals:
     found: int = 0
     facts: int = 0
+    cases: int = 0
+    article_read: int = 0  # cases with an answering article among the passages
     tokens: list[int] = field(default_factory=list)
 
 
-async def measure(split: str, budgets: list[int]) -> dict[int, BudgetTotals]:
+async def measure(split: str, budgets: list[int]) -> dict[tuple[int, bool], BudgetTotals]:
     from infra.db.pool import create_pool
     from infra.db.rag_sources import visible_sources
     from infra.vectors import open_vector_store
     from retrieval.answer_prompt import select_passages
     from retrieval.embeddings import EmbedderRegistry
-    from retrieval.hybrid import RetrievalConfig, retrieve
+    from retrieval.hybrid import RetrievalConfig, retrieve_preferring_period
     from retrieval.rag import RagContext, resolve_read_version
     from retrieval.search import normalize_search, search_articles
-    from router.question_reading import retrieval_text
+    from router.question_reading import question_period, retrieval_text
 
     settings = get_settings()
     pool = await create_pool(settings.database_url, min_size=1, max_size=2)
@@ -46,26 +51,34 @@ async def measure(split: str, budgets: list[int]) -> dict[int, BudgetTotals]:
                      embedders=EmbedderRegistry(settings), llm=None, reranker=None)
     version = await resolve_read_version(ctx)
     assert version is not None, "no collection version serves reads: run `turnout reembed` first"
-    totals = {b: BudgetTotals() for b in budgets}
+    totals = {(b, preferred): BudgetTotals() for b in budgets for preferred in (True, False)}
+    config = RetrievalConfig.from_settings(settings)
     for case in load_answer_cases(resolve_set(split), split=split):
         if not case.key_facts:
             continue
         scope = None
+        today = date.fromisoformat(case.today)
         if case.tool == "SearchAndAskArticles":
-            query = normalize_search(case.search or {}, limits=settings.limits, today=date.fromisoformat(case.today))
+            query = normalize_search(case.search or {}, limits=settings.limits, today=today)
             scope = [item.id for item in (await search_articles(pool, query)).items]
         asked = retrieval_text(case.question) or case.question  # as the router's executors ask
-        retrieved = await retrieve(pool, ctx.store, ctx.embedders, version, asked, language=case.language,
-                                   scope=scope, config=RetrievalConfig.from_settings(settings))
-        sources = await visible_sources(pool, [h.chunk.localization_id for h in retrieved.hits])
-        hits = [h for h in retrieved.hits if h.chunk.localization_id in sources]
-        for budget in budgets:
-            selection = select_passages(hits, sources, budget, asked) if hits else None
-            text = " ".join(selection.texts).lower() if selection else ""
-            found = sum(any(form.lower() in text for form in fact) for fact in case.key_facts)
-            totals[budget].found += found
-            totals[budget].facts += len(case.key_facts)
-            totals[budget].tokens.append(estimate_tokens(text))
+        for preferred in (True, False):
+            period = question_period(case.question, today) if preferred else None
+            retrieved = await retrieve_preferring_period(pool, ctx.store, ctx.embedders, version, asked,
+                                                         period=period, language=case.language, scope=scope,
+                                                         config=config)
+            sources = await visible_sources(pool, [h.chunk.localization_id for h in retrieved.hits])
+            hits = [h for h in retrieved.hits if h.chunk.localization_id in sources]
+            for budget in budgets:
+                selection = select_passages(hits, sources, budget, asked) if hits else None
+                text = " ".join(selection.texts).lower() if selection else ""
+                read = {a.source.id for a in selection.articles} if selection else set()
+                found = sum(any(form.lower() in text for form in fact) for fact in case.key_facts)
+                totals[budget, preferred].found += found
+                totals[budget, preferred].facts += len(case.key_facts)
+                totals[budget, preferred].cases += 1
+                totals[budget, preferred].article_read += bool(read & set(case.article_ids))
+                totals[budget, preferred].tokens.append(estimate_tokens(text))
     await pool.close()
     return totals
 
@@ -77,11 +90,13 @@ def main() -> int:
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     totals = asyncio.run(measure(args.split, budgets))
-    print("| budget (tokens) | key facts in the passages | passage tokens p50 |")
-    print("| ---: | ---: | ---: |")
-    for budget, t in totals.items():
+    print("| budget (tokens) | period preferred | key facts in the passages | answering article read | "
+          "passage tokens p50 |")
+    print("| ---: | --- | ---: | ---: | ---: |")
+    for (budget, preferred), t in totals.items():
         tokens = sorted(t.tokens)
-        print(f"| {budget} | {t.found}/{t.facts} ({t.found / max(t.facts, 1):.1%}) | "
+        print(f"| {budget} | {'yes' if preferred else 'no (baseline)'} | {t.found}/{t.facts} "
+              f"({t.found / max(t.facts, 1):.1%}) | {t.article_read}/{t.cases} | "
               f"{tokens[(len(tokens) - 1) // 2] if tokens else 0} |")
     return 0
 

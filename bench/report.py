@@ -18,7 +18,7 @@ from typing import Any, cast
 
 RESULTS = Path(__file__).parent / "results"
 BENCHMARKS = ["search_bench", "job_list_bench", "rag_bench", "api_bench", "load_bench", "fairness_bench", "routing_bench", "answer_bench",
-              "prompt_read_bench"]
+              "slot_bench", "prompt_read_bench"]
 
 
 def run_one(name: str, timeout_s: float) -> tuple[bool, float, str]:

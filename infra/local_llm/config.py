@@ -96,7 +96,13 @@ class LocalLLMConfig(BaseSettings):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 0  # 0: a free port chosen at start
     threads: Annotated[int, Field(gt=0)] = 2
-    context: Annotated[int, Field(gt=0)] = 8192
+    context: Annotated[int, Field(gt=0)] = 8192  # tokens per slot
+    # Two slots: the router's prompt and the answer's each keep one, so a question's routing call does
+    # not evict the answer prompt's system message (llama-server sends a request to the slot whose
+    # cached prompt it shares the most with). With one slot the host-memory cache restores a cached
+    # prompt only when a quarter of it is shared, and a filled answer prompt plus its answer shares
+    # less: every answer read its system message again (docs/local-llm.md, "Slots").
+    slots: Annotated[int, Field(ge=1, le=4)] = 2
     build_jobs: Annotated[int, Field(gt=0)] = 2
     # "auto": AVX-512 kernels where the CPU lists them; "portable": the AVX2 build everywhere
     # (for a cache directory shared by machines with different CPUs, or a compiler without AVX-512).

@@ -16,11 +16,12 @@ Phase = Literal["building", "downloading", "starting", "ready", "failed", "stopp
 
 
 def server_argv(binary: list[str], config: LocalLLMConfig, model: Path, port: int) -> list[str]:
-    """Loopback only; one slot (`-np 1`: the default splits the context over several), so the
-    router's byte-identical system prompt stays in that slot's cache between questions."""
+    """Loopback only; ``config.slots`` slots of ``config.context`` tokens each (`-c` is their total), so
+    the router's and the answer's system messages each stay cached in a slot between questions."""
     return [
         *binary, "-m", str(model), "--alias", MODEL_ALIAS, "--host", config.host, "--port", str(port),
-        "-c", str(config.context), "-np", "1", "-t", str(config.threads), "-tb", str(config.threads),
+        "-c", str(config.context * config.slots), "-np", str(config.slots),
+        "-t", str(config.threads), "-tb", str(config.threads),
         "--no-webui",
     ]
 

@@ -126,7 +126,9 @@ def test_own_server_and_weights_skip_the_build_and_the_download(tmp_path: Path) 
     assert ensure_weights(config) == model and ensure_server(config) == ["/opt/llama/llama-server", "--verbose"]
     assert not (tmp_path / "cache").exists()  # nothing was built or downloaded
     argv = server_argv(["llama-server"], config, model, 8091)
-    assert argv[argv.index("--host") + 1] == "127.0.0.1" and "-np" in argv and "--no-webui" in argv
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and "--no-webui" in argv
+    # A slot each for the router's prompt and the answer's, each with the whole context.
+    assert argv[argv.index("-np") + 1] == "2" and argv[argv.index("-c") + 1] == str(2 * config.context)
     env = stack_env(config, 8091)
     assert env["TURNOUT_LLM_MODE"] == "json_schema" and env["TURNOUT_LLM_BASE_URL"] == "http://127.0.0.1:8091/v1"
 
