@@ -1,7 +1,10 @@
-"""Read the router's system prompt into a fresh llama-server's prompt cache.
+"""Read the router's system prompt, and the answer's, into a fresh llama-server's prompt cache.
 
-The prompt is byte-identical on every request of a day, so after this one call a question
-costs only its own tokens; without it the first question of the day pays ~20-40 s on 2 cores.
+The router's prompt is byte-identical on every request of a day, so after this one call a question
+costs only its own tokens; without it the first question of the day pays ~20-40 s on 2 cores. The
+answer prompt's system message is constant too (~190 tokens, ~3.5 s on an AVX2-only 2-core CPU): read
+once here, it waits in a slot of its own (llama-server has two, docs/local-llm.md "Slots"), so the
+first answer reads only its passages and question.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
+from infra.llm import create_llm_client
 from infra.settings import LLMFilters, LLMMode, Settings
+from retrieval.answer_prompt import SYSTEM_PROMPT as ANSWER_SYSTEM_PROMPT
 from router.engine import EngineRequest, OpenAIEngine, Turn
 from router.prompt import system_prompt, user_message
 from router.tools import default_registry
@@ -34,11 +39,25 @@ async def _warm_up(settings: Settings) -> int:
     return response.input_tokens
 
 
+async def _warm_up_answer(settings: Settings) -> None:
+    client = create_llm_client(settings)
+    try:
+        await client.chat.completions.create(
+            model=settings.llm_answer_model, max_tokens=1, temperature=0,
+            messages=[{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": "ping"}],
+        )
+    finally:
+        await client.close()
+
+
 def warm_up(base_url: str, model: str | None = None, *, filters: LLMFilters | None = None) -> int:
-    """One 1-token routing call against ``base_url``; returns the prompt tokens it read."""
+    """One 1-token routing call against ``base_url``, then one 1-token answer call; returns the prompt
+    tokens the routing call read."""
     base = Settings()  # not the cached settings: the stack's environment was set just now
     limits = base.limits.model_copy(update={"llm_call_timeout_s": _WARM_UP_TIMEOUT_S})
     settings = base.model_copy(update={"llm_base_url": base_url, "limits": limits, "llm_max_retries": 0,
                                        "llm_router_model": model or base.llm_router_model,
                                        "llm_filters": filters or base.llm_filters})
-    return asyncio.run(_warm_up(settings))
+    read = asyncio.run(_warm_up(settings))
+    asyncio.run(_warm_up_answer(settings))
+    return read

@@ -30,6 +30,7 @@ from infra.local_llm.build import build_env, ensure_server, server_ready
 from infra.local_llm.config import SERVER_VERSION, LocalLLMConfig, LocalLLMError, build_variant, cpu_flags
 from infra.local_llm.server import server_argv, stack_env
 from infra.local_llm.weights import ensure_weights, join_parts, weights_ready
+from retrieval.answer_prompt import SYSTEM_PROMPT as ANSWER_SYSTEM_PROMPT
 from tests.support import services
 from tests.support.services import assert_all_gone
 from tests.turnout.test_embedded import UpProcess, _clean_env, _field, _free_port
@@ -205,8 +206,11 @@ def test_up_with_local_llm_routes_through_the_supervised_server(data_dir: Path, 
         assert "LOCAL llama-server" in banner
         _wait_for(lambda: "local LLM ready" in stderr_path.read_text(), 60, "the local LLM to be ready")
         # The warm-up read the router's system prompt: the first question finds it cached.
-        warm_up = json.loads(requests_log.read_text().splitlines()[0])
+        warm_up, warm_answer = [json.loads(line) for line in requests_log.read_text().splitlines()[:2]]
         assert warm_up["max_tokens"] == 1 and warm_up["messages"][0]["role"] == "system"
+        # Then the answer prompt's system message, for the slot the answers keep.
+        assert warm_answer["max_tokens"] == 1 and warm_answer["messages"][0] == {
+            "role": "system", "content": ANSWER_SYSTEM_PROMPT}
 
         key = _field(banner, r"local key\s+(\S+)")
         dsn = _field(banner, r"psql '([^']+)'")
