@@ -39,11 +39,11 @@ async def _warm_up(settings: Settings) -> int:
     return response.input_tokens
 
 
-async def _warm_up_answer(settings: Settings) -> None:
+async def _warm_up_answer(settings: Settings, model: str) -> None:
     client = create_llm_client(settings)
     try:
         await client.chat.completions.create(
-            model=settings.llm_answer_model, max_tokens=1, temperature=0,
+            model=model, max_tokens=1, temperature=0,
             messages=[{"role": "system", "content": ANSWER_SYSTEM_PROMPT}, {"role": "user", "content": "ping"}],
         )
     finally:
@@ -51,13 +51,14 @@ async def _warm_up_answer(settings: Settings) -> None:
 
 
 def warm_up(base_url: str, model: str | None = None, *, filters: LLMFilters | None = None) -> int:
-    """One 1-token routing call against ``base_url``, then one 1-token answer call; returns the prompt
-    tokens the routing call read."""
+    """One 1-token routing call against ``base_url``, then one 1-token answer call (to ``model`` too when
+    it is named: the local server's one model routes and answers); returns the prompt tokens the routing
+    call read."""
     base = Settings()  # not the cached settings: the stack's environment was set just now
     limits = base.limits.model_copy(update={"llm_call_timeout_s": _WARM_UP_TIMEOUT_S})
     settings = base.model_copy(update={"llm_base_url": base_url, "limits": limits, "llm_max_retries": 0,
                                        "llm_router_model": model or base.llm_router_model,
                                        "llm_filters": filters or base.llm_filters})
     read = asyncio.run(_warm_up(settings))
-    asyncio.run(_warm_up_answer(settings))
+    asyncio.run(_warm_up_answer(settings, model or base.llm_answer_model))
     return read

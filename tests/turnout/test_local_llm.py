@@ -264,7 +264,10 @@ def test_eval_with_local_llm_starts_and_stops_the_server(tmp_path: Path) -> None
     report = json.loads(proc.stdout)
     assert "qwen2.5-coder-1.5b-instruct @ http://127.0.0.1:" in report["router"] and "(json_schema + code filters)" in report["router"]
     bodies = [json.loads(line) for line in requests_log.read_text().splitlines()]
-    assert bodies[0]["max_tokens"] == 1 and len(bodies) >= 3  # the warm-up, then the cases' rounds
+    # The warm-up (the router's prompt, then the answer's), then the cases' rounds.
+    assert bodies[0]["max_tokens"] == bodies[1]["max_tokens"] == 1 and len(bodies) >= 4
+    assert bodies[1]["messages"][0]["content"] == ANSWER_SYSTEM_PROMPT
     assert {b["model"] for b in bodies} == {"qwen2.5-coder-1.5b-instruct"}
-    assert all(b["response_format"]["type"] == "json_schema" for b in bodies)
+    rounds = [bodies[0], *bodies[2:]]
+    assert all(b["response_format"]["type"] == "json_schema" for b in rounds)
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(model) in " ".join(p.info["cmdline"] or [])]
