@@ -19,10 +19,19 @@ import argparse
 import asyncio
 from dataclasses import dataclass, field
 from datetime import date
+from typing import TYPE_CHECKING
 
 from infra.settings import get_settings
 from retrieval.answer_eval_cases import load_answer_cases, resolve_set
 from retrieval.chunking import estimate_tokens
+
+if TYPE_CHECKING:
+    from infra.db.collections import CollectionVersion
+    from infra.db.rag_sources import SourceArticle
+    from infra.messages.ask import PublishedPeriod
+    from infra.vectors import Hit
+    from retrieval.hybrid import RetrievalConfig
+    from retrieval.rag import RagContext
 
 
 @dataclass
@@ -34,13 +43,27 @@ class BudgetTotals:
     tokens: list[int] = field(default_factory=list)
 
 
+async def _visible_hits(
+    ctx: RagContext, version: CollectionVersion, question: str, period: PublishedPeriod | None,
+    language: str | None, scope: list[str] | None, config: RetrievalConfig,
+) -> tuple[list[Hit], dict[str, SourceArticle]]:
+    """What production retrieves for an ask (preferring ``period`` when one is given), the chunks of
+    articles still visible, and those articles."""
+    from infra.db.rag_sources import visible_sources
+    from retrieval.hybrid import retrieve_preferring_period
+
+    retrieved = await retrieve_preferring_period(ctx.pool, ctx.store, ctx.embedders, version, question, period=period,
+                                                 language=language, scope=scope, config=config)
+    sources = await visible_sources(ctx.pool, [h.chunk.localization_id for h in retrieved.hits])
+    return [h for h in retrieved.hits if h.chunk.localization_id in sources], sources
+
+
 async def measure(split: str, budgets: list[int]) -> dict[tuple[int, bool], BudgetTotals]:
     from infra.db.pool import create_pool
-    from infra.db.rag_sources import visible_sources
     from infra.vectors import open_vector_store
     from retrieval.answer_prompt import select_passages
     from retrieval.embeddings import EmbedderRegistry
-    from retrieval.hybrid import RetrievalConfig, retrieve_preferring_period
+    from retrieval.hybrid import RetrievalConfig
     from retrieval.rag import RagContext, resolve_read_version
     from retrieval.search import normalize_search, search_articles
     from router.question_reading import question_period, retrieval_text
@@ -62,13 +85,12 @@ async def measure(split: str, budgets: list[int]) -> dict[tuple[int, bool], Budg
             query = normalize_search(case.search or {}, limits=settings.limits, today=today)
             scope = [item.id for item in (await search_articles(pool, query)).items]
         asked = retrieval_text(case.question) or case.question  # as the router's executors ask
-        for preferred in (True, False):
-            period = question_period(case.question, today) if preferred else None
-            retrieved = await retrieve_preferring_period(pool, ctx.store, ctx.embedders, version, asked,
-                                                         period=period, language=case.language, scope=scope,
-                                                         config=config)
-            sources = await visible_sources(pool, [h.chunk.localization_id for h in retrieved.hits])
-            hits = [h for h in retrieved.hits if h.chunk.localization_id in sources]
+        period = question_period(case.question, today)
+        preferred_hits = await _visible_hits(ctx, version, asked, period, case.language, scope, config)
+        # Without a period, or within a scope, the preference changes nothing: one retrieval serves both.
+        plain_hits = (preferred_hits if period is None or scope is not None
+                      else await _visible_hits(ctx, version, asked, None, case.language, scope, config))
+        for preferred, (hits, sources) in ((True, preferred_hits), (False, plain_hits)):
             for budget in budgets:
                 selection = select_passages(hits, sources, budget, asked) if hits else None
                 text = " ".join(selection.texts).lower() if selection else ""

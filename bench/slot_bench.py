@@ -48,22 +48,11 @@ def _write(rows: list[dict[str, Any]], **extra: Any) -> None:
 
 async def _route(settings: Settings, question: str) -> float:
     """The production routing call for ``question`` (json_schema, code-filled filters); its seconds."""
-    from router.engine import EngineRequest, OpenAIEngine, Turn
-    from router.llm_round import ROUTING_REPLY_TOKENS
-    from router.prompt import system_prompt, user_message
-    from router.tools import default_registry
+    from router.llm_round import routing_reply_tokens
+    from router.warmup import routing_call
 
-    registry = default_registry()
-    engine = OpenAIEngine(settings, registry, mode=LLMMode.JSON_SCHEMA)
-    today = datetime.now(UTC).date()
-    turns = [Turn("system", system_prompt(today, LLMMode.JSON_SCHEMA, registry, code_filters=engine.code_filters)),
-             Turn("user", user_message(question, today, LLMMode.JSON_SCHEMA, code_filters=engine.code_filters))]
     started = time.monotonic()
-    try:
-        await engine.complete(EngineRequest(turns=turns, max_output_tokens=ROUTING_REPLY_TOKENS + len(question) // 2,
-                                            deadline=time.monotonic() + 300))
-    finally:
-        await engine.client.close()
+    await routing_call(settings, question, max_output_tokens=routing_reply_tokens(question), timeout_s=300)
     return time.monotonic() - started
 
 

@@ -19,6 +19,12 @@ from router.prompt import CORRECTION, JSON_CORRECTION, declined_reason
 ROUTING_REPLY_TOKENS = 128
 
 
+def routing_reply_tokens(question: str) -> int:
+    """max_tokens of a routing round before the budgets cap it: a decision is one short line of JSON (or
+    one tool call), whose longest part is the question copied into `question`."""
+    return ROUTING_REPLY_TOKENS + len(question) // 2
+
+
 @dataclass(frozen=True)
 class Round:
     number: int
@@ -45,9 +51,8 @@ class Conversation:
         return estimate + self.reply_room(estimate)
 
     def reply_room(self, estimate: int) -> int:
-        """max_tokens of a routing round: a decision is one short line of JSON (or one tool call),
-        whose longest part is the question copied into `question`; capped by the budgets."""
-        return min(self.budget.output_room(estimate), ROUTING_REPLY_TOKENS + len(self.question) // 2)
+        """max_tokens of a routing round (`routing_reply_tokens`), capped by the budgets."""
+        return min(self.budget.output_room(estimate), routing_reply_tokens(self.question))
 
     async def round(self) -> Round:
         number = self.budget.start_round()

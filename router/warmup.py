@@ -23,16 +23,18 @@ from router.tools import default_registry
 _WARM_UP_TIMEOUT_S = 600.0  # a cold read on busy cores; nobody waits for it
 
 
-async def _warm_up(settings: Settings) -> int:
+async def routing_call(settings: Settings, question: str, *, max_output_tokens: int, timeout_s: float) -> int:
+    """One json_schema routing call for ``question`` with the router's system prompt of today, as a job
+    makes it (the warm-up's, and `bench.slot_bench`'s); returns the prompt tokens it read."""
     registry = default_registry()
     engine = OpenAIEngine(settings, registry, mode=LLMMode.JSON_SCHEMA)
     today = datetime.now(UTC).date()
     code = engine.code_filters
     turns = [Turn("system", system_prompt(today, LLMMode.JSON_SCHEMA, registry, code_filters=code)),
-             Turn("user", user_message("ping", today, LLMMode.JSON_SCHEMA, code_filters=code))]
+             Turn("user", user_message(question, today, LLMMode.JSON_SCHEMA, code_filters=code))]
     try:
         response = await engine.complete(
-            EngineRequest(turns=turns, max_output_tokens=1, deadline=time.monotonic() + _WARM_UP_TIMEOUT_S)
+            EngineRequest(turns=turns, max_output_tokens=max_output_tokens, deadline=time.monotonic() + timeout_s)
         )
     finally:
         await engine.client.close()
@@ -59,6 +61,6 @@ def warm_up(base_url: str, model: str | None = None, *, filters: LLMFilters | No
     settings = base.model_copy(update={"llm_base_url": base_url, "limits": limits, "llm_max_retries": 0,
                                        "llm_router_model": model or base.llm_router_model,
                                        "llm_filters": filters or base.llm_filters})
-    read = asyncio.run(_warm_up(settings))
+    read = asyncio.run(routing_call(settings, "ping", max_output_tokens=1, timeout_s=_WARM_UP_TIMEOUT_S))
     asyncio.run(_warm_up_answer(settings, model or base.llm_answer_model))
     return read

@@ -29,7 +29,7 @@ _RUN = secrets.token_hex(4)
 TEST_DATABASE = f"turnout_test_{_RUN}"
 TEST_PREFIX = f"turnout-test-{_RUN}:"
 _DATA_DIR = tempfile.mkdtemp(prefix=f"turnout-test-{_RUN}-")
-# Also where no session fixture runs: pytest-xdist's controlling process imports this module too.
+# At exit, also where no session fixture runs: pytest-xdist's controlling process imports this module too.
 atexit.register(shutil.rmtree, _DATA_DIR, ignore_errors=True)
 
 # Before any process is started: whatever this run starts dies with it (tests/support/reaper.py).
@@ -68,7 +68,6 @@ def test_environment() -> Iterator[None]:
         _LLM.stop()
         services.drop_database(TEST_DATABASE)
         services.delete_redis_prefix(TEST_PREFIX)
-        shutil.rmtree(_DATA_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -60,14 +60,21 @@ def test_both_halves_have_the_shape_the_command_reads() -> None:
             assert all(fact and all(isinstance(form, str) and form for form in fact) for fact in row["keyFacts"])
 
 
+def _later_set(split: str, earlier_splits: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``split``'s rows, checked to be new: their own split and fields, no id and no answering article of
+    an earlier set (written blind after the earlier sets were run)."""
+    later, earlier = _rows(split), [r for s in earlier_splits for r in _rows(s)]
+    assert all(r["split"] == split and FIELDS <= r.keys() for r in later)
+    assert not {r["id"] for r in later} & {r["id"] for r in earlier}
+    assert not {i for r in later for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
+    return later
+
+
 @pytest.mark.parametrize(("split", "earlier_splits"), [("fresh", ("dev", "test")), ("blind", ("dev", "test", "fresh")),
                                                       ("fourth", ("dev", "test", "fresh", "blind"))])
 def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earlier_splits: tuple[str, ...]) -> None:
-    later, earlier = _rows(split), [r for s in earlier_splits for r in _rows(s)]
-    assert len(later) >= 30 and all(r["split"] == split and FIELDS <= r.keys() for r in later)
-    assert not {r["id"] for r in later} & {r["id"] for r in earlier}
-    # Written blind after the earlier sets were run: no article of theirs answers a later case.
-    assert not {i for r in later for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
+    later = _later_set(split, earlier_splits)
+    assert len(later) >= 30
     tags = Counter(t for r in later for t in r["tags"])
     assert tags["cross_language"] >= 5 and tags["answer_language"] >= 3 and tags["combined"] >= 5, tags
     assert 2 <= tags["no_answer"] <= 3, tags
@@ -76,10 +83,8 @@ def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earl
 
 
 def test_the_period_set_is_new_and_every_question_names_a_period() -> None:
-    later, earlier = _rows("periods"), [r for s in ("dev", "test", "fresh", "blind", "fourth") for r in _rows(s)]
-    assert len(later) == 30 and all(r["split"] == "periods" and FIELDS <= r.keys() for r in later)
-    assert not {r["id"] for r in later} & {r["id"] for r in earlier}
-    assert not {i for r in later for i in r["articleIds"]} & {i for r in earlier for i in r["articleIds"]}
+    later = _later_set("periods", ("dev", "test", "fresh", "blind", "fourth"))
+    assert len(later) == 30
     assert all(r["tool"] == "AskArticles" and "period" in r["tags"] for r in later)
     tags = Counter(t for r in later for t in r["tags"])
     assert tags["cross_language"] >= 5 and tags["answer_language"] >= 3 and tags["no_answer"] == 3, tags
