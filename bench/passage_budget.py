@@ -5,9 +5,11 @@ the prompt — search (combined cases), hybrid retrieval, visible sources, ``sel
 each budget of ``--budgets``; a key fact counts when any of its forms occurs in the selected
 passages (case-insensitive), as `turnout eval-answers` scores answers. No LLM: this is the most a
 model could recall from that prompt, and the estimated prompt tokens it costs. Each budget is measured
-twice, side by side: with the period an ask names preferred, as production retrieves
-(`retrieve_preferring_period`), and without (plain `retrieve`, the baseline); also counted, the cases
-whose answering article is among the passages.
+side by side three ways: with the period an ask names preferred, as an AskArticles call retrieves
+(`retrieve_preferring_period`); without (plain `retrieve`, the baseline); and as the code-filled
+routing sends an ask that names a period (`router.code_filters.fill_filters`: the combined tool, its
+search filtered to the period, the answer from the articles it found). Also counted, the cases whose
+answering article is among the passages.
 
 Run against an installation with the corpus indexed (stop the Edge vector worker first):
 ``.venv/bin/python -m bench.passage_budget [--split dev] [--budgets 300,450,700]``.
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
     from retrieval.rag import RagContext
 
 
+PREFERRED, BASELINE, ROUTED = "period preferred", "no preference (baseline)", "as routed (combined, filtered)"
+MODES = (PREFERRED, BASELINE, ROUTED)
+
+
 @dataclass
 class BudgetTotals:
     found: int = 0
@@ -58,7 +64,31 @@ async def _visible_hits(
     return [h for h in retrieved.hits if h.chunk.localization_id in sources], sources
 
 
-async def measure(split: str, budgets: list[int]) -> dict[tuple[int, bool], BudgetTotals]:
+async def _routed_scope(
+    ctx: RagContext, question: str, today: date, language: str | None,
+) -> tuple[str, list[str] | None]:
+    """What the code-filled routing makes of an ask (the model picked AskArticles): the question to
+    answer and, when it names a period, the articles the combined tool's search finds (its scope).
+    The search reads the case's ``language``, as the other two ways retrieve: only the path differs."""
+    from retrieval.search import search_articles
+    from router.code_filters import fill_filters
+    from router.gateway import CallValidator, Rejection
+    from router.question_reading import read_question
+    from router.tools import ASK, default_registry
+
+    reading = read_question(question, today)
+    tool, arguments = fill_filters(ASK, {"question": question}, reading)
+    call = CallValidator(default_registry(), ctx.settings.limits, today=today, question=question,
+                         user_language=reading.answer).validate(tool, arguments)
+    if isinstance(call, Rejection) or call.question is None:  # nothing answered
+        return question, []
+    if call.search is None:
+        return call.question, None
+    search = call.search.model_copy(update={"language": language})
+    return call.question, [item.id for item in (await search_articles(ctx.pool, search)).items]
+
+
+async def measure(split: str, budgets: list[int]) -> dict[tuple[int, str], BudgetTotals]:
     from infra.db.pool import create_pool
     from infra.vectors import open_vector_store
     from retrieval.answer_prompt import select_passages
@@ -74,7 +104,7 @@ async def measure(split: str, budgets: list[int]) -> dict[tuple[int, bool], Budg
                      embedders=EmbedderRegistry(settings), llm=None, reranker=None)
     version = await resolve_read_version(ctx)
     assert version is not None, "no collection version serves reads: run `turnout reembed` first"
-    totals = {(b, preferred): BudgetTotals() for b in budgets for preferred in (True, False)}
+    totals = {(b, mode): BudgetTotals() for b in budgets for mode in MODES}
     config = RetrievalConfig.from_settings(settings)
     for case in load_answer_cases(resolve_set(split), split=split):
         if not case.key_facts:
@@ -90,17 +120,22 @@ async def measure(split: str, budgets: list[int]) -> dict[tuple[int, bool], Budg
         # Without a period, or within a scope, the preference changes nothing: one retrieval serves both.
         plain_hits = (preferred_hits if period is None or scope is not None
                       else await _visible_hits(ctx, version, asked, None, case.language, scope, config))
-        for preferred, (hits, sources) in ((True, preferred_hits), (False, plain_hits)):
+        routed_hits = preferred_hits
+        if period is not None and case.tool == "AskArticles":
+            routed_question, routed_scope = await _routed_scope(ctx, case.question, today, case.language)
+            routed_asked = retrieval_text(routed_question) or routed_question
+            routed_hits = await _visible_hits(ctx, version, routed_asked, None, case.language, routed_scope, config)
+        for mode, (hits, sources) in ((PREFERRED, preferred_hits), (BASELINE, plain_hits), (ROUTED, routed_hits)):
             for budget in budgets:
                 selection = select_passages(hits, sources, budget, asked) if hits else None
                 text = " ".join(selection.texts).lower() if selection else ""
                 read = {a.source.id for a in selection.articles} if selection else set()
                 found = sum(any(form.lower() in text for form in fact) for fact in case.key_facts)
-                totals[budget, preferred].found += found
-                totals[budget, preferred].facts += len(case.key_facts)
-                totals[budget, preferred].cases += 1
-                totals[budget, preferred].article_read += bool(read & set(case.article_ids))
-                totals[budget, preferred].tokens.append(estimate_tokens(text))
+                totals[budget, mode].found += found
+                totals[budget, mode].facts += len(case.key_facts)
+                totals[budget, mode].cases += 1
+                totals[budget, mode].article_read += bool(read & set(case.article_ids))
+                totals[budget, mode].tokens.append(estimate_tokens(text))
     await pool.close()
     return totals
 
@@ -112,12 +147,12 @@ def main() -> int:
     args = parser.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     totals = asyncio.run(measure(args.split, budgets))
-    print("| budget (tokens) | period preferred | key facts in the passages | answering article read | "
+    print("| budget (tokens) | retrieval | key facts in the passages | answering article read | "
           "passage tokens p50 |")
     print("| ---: | --- | ---: | ---: | ---: |")
-    for (budget, preferred), t in totals.items():
+    for (budget, mode), t in totals.items():
         tokens = sorted(t.tokens)
-        print(f"| {budget} | {'yes' if preferred else 'no (baseline)'} | {t.found}/{t.facts} "
+        print(f"| {budget} | {mode} | {t.found}/{t.facts} "
               f"({t.found / max(t.facts, 1):.1%}) | {t.article_read}/{t.cases} | "
               f"{tokens[(len(tokens) - 1) // 2] if tokens else 0} |")
     return 0

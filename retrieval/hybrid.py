@@ -161,8 +161,10 @@ async def _retrieve(
     deadline: float | None,
     reranker: Reranker | None,
     vector_query: _VectorQuery | None,  # None: read here, when the mode has a vector list
+    keep: int | None = None,  # fused chunks kept; None: what ``reranker`` reorders, else top_k
 ) -> Retrieved:
     started = time.monotonic()
+    keep = _kept(config, reranker) if keep is None else keep
     if scope is not None and not scope:
         return Retrieved([])
     use_vector = config.mode is not RetrievalMode.LEXICAL
@@ -188,18 +190,30 @@ async def _retrieve(
 
     vector_hits, lexical_hits = await asyncio.gather(vector_list(), lexical_list())
     if config.mode is RetrievalMode.VECTOR:
-        hits = vector_hits[: config.top_k]
+        hits = vector_hits[:keep]
     elif config.mode is RetrievalMode.LEXICAL:
-        hits = lexical_hits[: config.top_k]
+        hits = lexical_hits[:keep]
     else:
         hits = fuse(
             [(config.vector_weight, vector_hits), (lexical_weight(config, lexical_hits), lexical_hits)],
-            rrf_k=config.rrf_k, limit=config.rerank_candidates if config.rerank and reranker else config.top_k,
+            rrf_k=config.rrf_k, limit=keep,
         )
+    hits = await _reranked(question, hits, config=config, reranker=reranker, deadline=deadline)
+    return Retrieved(hits, vector_hits, lexical_hits, round((time.monotonic() - started) * 1000, 2))
+
+
+def _kept(config: RetrievalConfig, reranker: Reranker | None) -> int:
+    """How many fused chunks go on: the reranker's candidates when one will reorder them, else top_k."""
+    return config.rerank_candidates if config.rerank and reranker is not None else config.top_k
+
+
+async def _reranked(
+    question: str, hits: list[Hit], *, config: RetrievalConfig, reranker: Reranker | None, deadline: float | None,
+) -> list[Hit]:
     if config.rerank and reranker is not None:
         # After fusion, on the fused (scoped, visible) candidates only: it reorders, never adds.
-        hits = await reranker.rerank(question, hits, limit=config.top_k, deadline=deadline)
-    return Retrieved(hits, vector_hits, lexical_hits, round((time.monotonic() - started) * 1000, 2))
+        return await reranker.rerank(question, hits, limit=config.top_k, deadline=deadline)
+    return hits  # already at most `_kept`: top_k
 
 
 async def retrieve_preferring_period(
@@ -235,12 +249,17 @@ async def retrieve_preferring_period(
     if preferred_ids and config.mode is not RetrievalMode.LEXICAL:
         vector_query = await _VectorQuery.read(pool, embedders, version, question, deadline)
 
-    def over(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
-        return _retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
-                         deadline=deadline, reranker=reranker, vector_query=vector_query)
-
     if not preferred_ids:
-        return await over(None)
-    preferred, whole = await asyncio.gather(over(preferred_ids), over(None))
-    hits = fuse([(1.0, preferred.hits), (1.0, whole.hits)], rrf_k=config.rrf_k, limit=config.top_k)
+        return await _retrieve(pool, store, embedders, version, question, language=language, scope=None,
+                               config=config, deadline=deadline, reranker=reranker, vector_query=vector_query)
+    keep = _kept(config, reranker)
+
+    def unranked(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
+        # Each list fused only: a reranker reorders the union once, after the two are fused.
+        return _retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
+                         deadline=deadline, reranker=None, vector_query=vector_query, keep=keep)
+
+    preferred, whole = await asyncio.gather(unranked(preferred_ids), unranked(None))
+    hits = fuse([(1.0, preferred.hits), (1.0, whole.hits)], rrf_k=config.rrf_k, limit=keep)
+    hits = await _reranked(question, hits, config=config, reranker=reranker, deadline=deadline)
     return Retrieved(hits, whole.vector_hits, whole.lexical_hits, max(whole.latency_ms, preferred.latency_ms))

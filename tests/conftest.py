@@ -134,6 +134,26 @@ _LEFT_BY_TEST = ("SELECT id, api_key_id FROM jobs WHERE status IN ('queued', 'ru
                  "AND api_key_id IS NOT NULL")
 
 
+# The bulk retry runs the test started (`POST /v1/admin/jobs/retry-runs`): a run makes its retries in
+# batches, after the test may have looked for its jobs.
+_OPEN_RETRY_RUNS = "SELECT count(*) FROM job_retry_runs WHERE status IN ('queued', 'running') AND created_at >= $1"
+_RUNNING_RETRY_RUNS = "SELECT count(*) FROM job_retry_runs WHERE status = 'running' AND created_at >= $1"
+# One no worker has taken yet never starts (`start_run` takes only queued or running ones).
+_CANCEL_QUEUED_RETRY_RUNS = ("UPDATE job_retry_runs SET status = 'cancelled', finished_at = now(), updated_at = now() "
+                             "WHERE status = 'queued' AND created_at >= $1")
+
+
+async def until_retry_runs_end(conn: asyncpg.Connection, since: datetime) -> None:
+    """End the test's retry runs before its jobs are ended: a queued one is cancelled, a running one
+    is waited for, so every retry it makes exists when the guard looks."""
+    await conn.execute(_CANCEL_QUEUED_RETRY_RUNS, since)
+    deadline = time.monotonic() + LEFTOVER_JOBS_TIMEOUT_S
+    while running := await conn.fetchval(_RUNNING_RETRY_RUNS, since):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{running} retry runs still run {LEFTOVER_JOBS_TIMEOUT_S:.0f} s after a test")
+        await asyncio.sleep(0.1)
+
+
 async def _until_none_runs(conn: asyncpg.Connection) -> None:
     deadline, quiet = time.monotonic() + LEFTOVER_JOBS_TIMEOUT_S, 0
     while quiet < QUIET_POLLS:
@@ -157,13 +177,14 @@ def _end_leftover_jobs(since: datetime, *, wait: bool) -> None:
         if not wait:  # most tests with a pool make no job: one plain query says so
             conn = await asyncpg.connect(dsn)
             try:
-                if not await conn.fetch(_LEFT_BY_TEST, since):
+                if not await conn.fetch(_LEFT_BY_TEST, since) and not await conn.fetchval(_OPEN_RETRY_RUNS, since):
                     return
             finally:
                 await conn.close()
         pool = await create_pool(dsn, min_size=1, max_size=1)  # its JSON codecs
         try:
             async with pool.acquire() as conn:
+                await until_retry_runs_end(conn, since)
                 for row in await conn.fetch(_LEFT_BY_TEST, since):
                     await request_cancel(conn, row["id"], api_key_id=row["api_key_id"])
                 await _until_none_runs(conn)

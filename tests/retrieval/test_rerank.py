@@ -7,18 +7,21 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from infra.db.rag_sources import published_between
+from infra.messages.ask import PublishedPeriod
 from infra.settings import RetrievalMode, Settings
 from infra.vectors import Hit, StoredChunk
-from retrieval.hybrid import RetrievalConfig, retrieve
+from retrieval.hybrid import RetrievalConfig, retrieve, retrieve_preferring_period
 from retrieval.rag import RagContext, resolve_read_version
 from retrieval.rerank import Reranker
 from tests.retrieval.rag_fixtures import rag_db, rag_settings, store
-from tests.retrieval.test_hybrid import REXML_IDS, ZLIB_QUESTION, ctx
+from tests.retrieval.test_hybrid import RECORDS, REXML_IDS, ZLIB_QUESTION, ctx
 
 FIXTURES = (rag_db, rag_settings, store, ctx)
 
@@ -146,3 +149,32 @@ async def test_reranking_runs_after_fusion_inside_the_scope(
     assert set(sent) <= candidates and len(found.hits) <= 4  # only fused, scoped candidates were sent
     scores = [h.score for h in found.hits]
     assert scores == sorted(scores, reverse=True)
+
+
+async def test_a_period_ask_is_reranked_once_after_its_two_lists_are_fused(
+    ctx: RagContext, endpoint: tuple[str, _Endpoint]
+) -> None:
+    """The period's list and the whole collection's are fused first; the reranker then orders their
+    union once. Reranking each list before fusion called it twice and let fusion reorder what it ranked."""
+    url, state = endpoint
+    reranker = Reranker(url, "x")
+    version = await resolve_read_version(ctx)
+    assert version is not None
+    question = "What did the REXML denial of service of August 2024 affect?"
+    august = PublishedPeriod(date_from=date(2024, 8, 1), date_to=date(2024, 8, 31))
+    in_august = set(await published_between(ctx.pool, august.date_from, august.date_to, None))
+    assert in_august and in_august < {r.id for r in RECORDS}
+    try:
+        config = RetrievalConfig(mode=RetrievalMode.HYBRID, top_k=4, rerank=True, rerank_candidates=12)
+        found = await retrieve_preferring_period(
+            ctx.pool, ctx.store, ctx.embedders, version, question, period=august, language=None, scope=None,
+            config=config, reranker=reranker)
+    finally:
+        await reranker.close()
+    assert len(state.requests) == 1  # one call, on the fused union
+    sent = state.requests[0]["documents"]
+    assert len(sent) == 12  # the candidates, not each list's top 4
+    assert len(found.hits) == 4 and {h.chunk.text for h in found.hits} <= set(sent)
+    assert any(h.chunk.localization_id in in_august for h in found.hits)
+    scores = [h.score for h in found.hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] >= 1.0  # the reranker's order and scores
