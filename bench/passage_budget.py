@@ -64,6 +64,13 @@ async def _visible_hits(
     return [h for h in retrieved.hits if h.chunk.localization_id in sources], sources
 
 
+def _retrieved_as(question: str) -> str:
+    """What retrieval reads for ``question``, as the router's executors ask (`AskCall.retrieval_text`)."""
+    from router.question_reading import retrieval_text
+
+    return retrieval_text(question) or question
+
+
 async def _routed_scope(
     ctx: RagContext, question: str, today: date, language: str | None,
 ) -> tuple[str, list[str] | None]:
@@ -96,7 +103,7 @@ async def measure(split: str, budgets: list[int]) -> dict[tuple[int, str], Budge
     from retrieval.hybrid import RetrievalConfig
     from retrieval.rag import RagContext, resolve_read_version
     from retrieval.search import normalize_search, search_articles
-    from router.question_reading import question_period, retrieval_text
+    from router.question_reading import question_period
 
     settings = get_settings()
     pool = await create_pool(settings.database_url, min_size=1, max_size=2)
@@ -114,7 +121,7 @@ async def measure(split: str, budgets: list[int]) -> dict[tuple[int, str], Budge
         if case.tool == "SearchAndAskArticles":
             query = normalize_search(case.search or {}, limits=settings.limits, today=today)
             scope = [item.id for item in (await search_articles(pool, query)).items]
-        asked = retrieval_text(case.question) or case.question  # as the router's executors ask
+        asked = _retrieved_as(case.question)
         period = question_period(case.question, today)
         preferred_hits = await _visible_hits(ctx, version, asked, period, case.language, scope, config)
         # Without a period, or within a scope, the preference changes nothing: one retrieval serves both.
@@ -123,7 +130,7 @@ async def measure(split: str, budgets: list[int]) -> dict[tuple[int, str], Budge
         routed_hits = preferred_hits
         if period is not None and case.tool == "AskArticles":
             routed_question, routed_scope = await _routed_scope(ctx, case.question, today, case.language)
-            routed_asked = retrieval_text(routed_question) or routed_question
+            routed_asked = _retrieved_as(routed_question)
             routed_hits = await _visible_hits(ctx, version, routed_asked, None, case.language, routed_scope, config)
         for mode, (hits, sources) in ((PREFERRED, preferred_hits), (BASELINE, plain_hits), (ROUTED, routed_hits)):
             for budget in budgets:
