@@ -20,8 +20,11 @@ DATA = Path(__file__).parent / "data"
 # dev: tune on it; test: the held-out half; fresh: a second held-out set, written blind after the
 # test half had been run (docs/rag.md, "Fourth round"); blind: a third, written blind on articles no
 # earlier set uses before round 13's change and run once after it (docs/rag.md, "Round 13"); fourth:
-# written blind on 2026-12-06 for round 15, on articles no earlier set uses; ~a third two-part questions.
-SETS = {name: DATA / f"answer_eval_{name}.jsonl" for name in ("dev", "test", "fresh", "blind", "fourth", "periods")}
+# written blind on 2026-12-06 for round 15, on articles no earlier set uses; ~a third two-part questions;
+# periods: written blind for round 17, asks that each name a period; sixth: written blind for round 18, on
+# articles no earlier set uses, in the fourth set's shape.
+SETS = {name: DATA / f"answer_eval_{name}.jsonl"
+        for name in ("dev", "test", "fresh", "blind", "fourth", "periods", "sixth")}
 TOOLS = ("AskArticles", "SearchAndAskArticles")
 
 
