@@ -57,6 +57,8 @@ class ValidatedCall:
         out: dict[str, Any] = self.search.wire() if self.search is not None else {}
         if self.tool == ASK:
             out["language"] = self.language
+            if self.period is not None:  # preferred, not a filter: shown, so it is not applied unseen
+                out["preferPeriod"] = self.period.wire()
         if self.question is not None:
             out["question"] = self.question
             out["answerLanguage"] = self.answer_language

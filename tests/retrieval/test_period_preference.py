@@ -52,6 +52,12 @@ def test_the_router_reads_the_whole_span_of_the_period_an_ask_names() -> None:
                               user_language="en")
     call = validator.validate("AskArticles", {"question": QUESTION})
     assert isinstance(call, ValidatedCall) and call.period == question_period(QUESTION, TODAY)
+    # What ran, in the audit and the job's tool_started event: the preference is named, not applied unseen.
+    assert call.normalized_arguments()["preferPeriod"] == {"dateFrom": "2024-07-01", "dateTo": "2024-07-31"}
+    plain_question = "What is the REXML denial of service?"
+    plain = CallValidator(default_registry(), Settings().limits, today=TODAY, question=plain_question,
+                          user_language="en").validate("AskArticles", {"question": plain_question})
+    assert isinstance(plain, ValidatedCall) and "preferPeriod" not in plain.normalized_arguments()
     # It crosses to the RAG worker in the task's payload.
     request = AskRequest(question=QUESTION, answer_language="en", prefer_period=call.period)
     assert AskRequest.model_validate(request.wire()).prefer_period == call.period
