@@ -100,7 +100,7 @@ def scripted(llm_server: ScriptedLLM) -> Iterator[dict[str, Callable[[dict[str, 
 @dataclass
 class Submission:
     at: float
-    outcome: str  # "202", "503", ..., or "refused" / "timeout" (no HTTP answer)
+    outcome: str  # "202", "503", ..., or "refused" / "timeout" / "reset" (no HTTP answer)
     job_id: str | None = None
 
 
@@ -136,6 +136,8 @@ class Submitter:
                     self.submissions.append(Submission(at, "refused"))
                 except httpx.TimeoutException:
                     self.submissions.append(Submission(at, "timeout"))
+                except httpx.TransportError:  # the API killed mid-request: the connection reset, no answer
+                    self.submissions.append(Submission(at, "reset"))
                 self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - at)))
 
     def accepted(self) -> list[str]:
@@ -266,7 +268,7 @@ def test_sigkill_of_a_child_is_healed(up: Up, scripted: dict[str, Any], child: s
     if child == "api":  # its own death: refused until it is back, then accepted again
         assert subs[-1].outcome == "202", subs[-5:]
     else:  # the API kept answering: every submission got an HTTP answer
-        assert not outcomes["refused"] and not outcomes["timeout"], outcomes
+        assert not outcomes["refused"] and not outcomes["timeout"] and not outcomes["reset"], outcomes
 
 
 @pytest.mark.parametrize("kind", ["search", "rag"])
