@@ -213,7 +213,7 @@ async def _reranked(
     if config.rerank and reranker is not None:
         # After fusion, on the fused (scoped, visible) candidates only: it reorders, never adds.
         return await reranker.rerank(question, hits, limit=config.top_k, deadline=deadline)
-    return hits  # already at most `_kept`: top_k
+    return hits  # as fused: top_k, or a preferring ask's unranked candidates (`keep`) for its one rerank
 
 
 async def retrieve_preferring_period(
