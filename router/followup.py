@@ -28,6 +28,7 @@ from router.engine import Turn, estimate_tokens
 from router.executor import AskCall, ToolExecutor
 from router.followup_reader import read_filter_change
 from router.gateway import ValidatedCall
+from router.question_reading import question_period
 from router.tool_results import answer_result
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
@@ -66,9 +67,10 @@ class Followup:
             return None
         self.names_previous_result = False  # "sort them oldest first": the filters' subject, not a scope
         args = change.arguments
-        if previous.tool == ASK:
+        if previous.tool == ASK:  # the ask again: it prefers the period its question names, as it did
             return ValidatedCall(ASK, args, question=args["question"], language=args.get("language"),
-                                 answer_language=args.get("answerLanguage"), adjustments=change.notes)
+                                 answer_language=args.get("answerLanguage"), adjustments=change.notes,
+                                 period=question_period(args["question"], self.today))
         search_args = {k: v for k, v in args.items() if k not in ("question", "answerLanguage")}
         if previous.tool == SEARCH_AND_ASK:  # the combined tool answers from page 1 of the job's page size
             search_args.update(page=1, pageSize=self.page_size or self.limits.page_size_default)

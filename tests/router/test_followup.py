@@ -128,6 +128,21 @@ def test_an_answer_language_follow_up_changes_the_answer_only() -> None:
     assert _change("answer in German") is None  # a search has no answer to change
 
 
+def test_an_ask_rebuilt_by_a_filter_follow_up_still_prefers_the_period_its_question_names() -> None:
+    from infra.messages.ask import PublishedPeriod
+
+    ask = {"question": "What did the Ruby team ship in spring 2024?", "language": "en", "answerLanguage": "en"}
+    turn = PreviousTurn(job_id="j", question=ask["question"], tool="AskArticles", arguments=ask)
+    call = Followup(turn, "nur auf Deutsch", TODAY, Limits()).filter_call()
+    assert call is not None and call.tool == "AskArticles" and call.language == "de"
+    assert call.period == PublishedPeriod(date_from=date(2024, 3, 1), date_to=date(2024, 5, 31))
+    assert call.normalized_arguments()["preferPeriod"] == {"dateFrom": "2024-03-01", "dateTo": "2024-05-31"}
+    plain = PreviousTurn(job_id="j", question="What is YJIT?", tool="AskArticles",
+                         arguments={"question": "What is YJIT?", "language": "en", "answerLanguage": "en"})
+    rebuilt = Followup(plain, "nur auf Deutsch", TODAY, Limits()).filter_call()
+    assert rebuilt is not None and rebuilt.period is None
+
+
 @pytest.mark.parametrize(("text", "asked"), [
     ("show 200 per page", 200), ("show 10000 per page", 10000), ("по 500 на странице", 500), ("1000 pro Seite", 1000),
 ])
