@@ -14,6 +14,7 @@ calibration between a cosine similarity and a ts_rank, which are not comparable.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,13 @@ from infra.vectors import Hit, StoredChunk, VectorStore
 from retrieval.embeddings import EmbedderRegistry
 from retrieval.everyday_words import naming_words
 from retrieval.rerank import Reranker
+
+# A period an ask prefers is passed to both stores as the id list of its articles when it holds at most
+# this many; a broader one (a wide period of a large collection) is applied to the whole collection's
+# candidates instead, BROAD_PERIOD_CANDIDATES times the usual number a list, so no query carries an
+# unbounded id list (a Qdrant filter of 100k ids, or a Postgres array as large, per question).
+MAX_PERIOD_IDS = 2_000
+BROAD_PERIOD_CANDIDATES = 10
 
 # The text retrieval reads for a question, None: the question itself. The router's reader gives it
 # (the question without its language cues); the evaluations take it as a parameter, since
@@ -233,7 +241,9 @@ async def retrieve_preferring_period(
     """``retrieve``; a question over the whole collection (no ``scope``) that names a ``period`` prefers
     that period's articles: retrieval over them and over every article, fused (RRF, equal weights, the
     period's list first). A chunk of the period counts in both lists, so it rises; a chunk outside it
-    that both rank high stays; a tie (each list's best chunk) goes to the period named.
+    that both rank high stays; a tie (each list's best chunk) goes to the period named. A period of more
+    than ``MAX_PERIOD_IDS`` articles is not passed to the stores as an id list: its list is the whole
+    collection's deeper candidates that are of the period.
 
     A question like "which versions did the CGI DoS of autumn 2006 affect?" asked over every article
     found its article in none of its passages: later advisories share its words. On user-phrased
@@ -244,7 +254,8 @@ async def retrieve_preferring_period(
     if scope is not None or period is None:
         return await retrieve(pool, store, embedders, version, question, language=language, scope=scope,
                               config=config, deadline=deadline, reranker=reranker)
-    preferred_ids = await published_between(pool, period.date_from, period.date_to, language)
+    preferred_ids = await published_between(pool, period.date_from, period.date_to, language,
+                                            limit=MAX_PERIOD_IDS + 1)
     vector_query = None  # the question embedded once for both lists
     if preferred_ids and config.mode is not RetrievalMode.LEXICAL:
         vector_query = await _VectorQuery.read(pool, embedders, version, question, deadline)
@@ -254,12 +265,22 @@ async def retrieve_preferring_period(
                                config=config, deadline=deadline, reranker=reranker, vector_query=vector_query)
     keep = _kept(config, reranker)
 
-    def unranked(ids: Sequence[str] | None) -> Awaitable[Retrieved]:
+    def unranked(ids: Sequence[str] | None, config: RetrievalConfig = config, keep: int = keep) -> Awaitable[Retrieved]:
         # Each list fused only: a reranker reorders the union once, after the two are fused.
         return _retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
                          deadline=deadline, reranker=None, vector_query=vector_query, keep=keep)
 
-    preferred, whole = await asyncio.gather(unranked(preferred_ids), unranked(None))
-    hits = fuse([(1.0, preferred.hits), (1.0, whole.hits)], rrf_k=config.rrf_k, limit=keep)
+    if len(preferred_ids) <= MAX_PERIOD_IDS:
+        preferred, whole = await asyncio.gather(unranked(preferred_ids), unranked(None))
+        preferred_hits = preferred.hits
+    else:  # a broad period: the whole collection's wider candidates, those of the period kept in their order
+        deep = config.candidates * BROAD_PERIOD_CANDIDATES  # top_k too: a one-list mode's list is top_k long
+        wide = dataclasses.replace(config, candidates=deep, top_k=deep)
+        candidates, whole = await asyncio.gather(unranked(None, wide, wide.candidates), unranked(None))
+        of_period = set(await published_between(pool, period.date_from, period.date_to, language,
+                                                among=list({h.chunk.localization_id for h in candidates.hits})))
+        preferred = candidates
+        preferred_hits = [h for h in candidates.hits if h.chunk.localization_id in of_period][:keep]
+    hits = fuse([(1.0, preferred_hits), (1.0, whole.hits)], rrf_k=config.rrf_k, limit=keep)
     hits = await _reranked(question, hits, config=config, reranker=reranker, deadline=deadline)
     return Retrieved(hits, whole.vector_hits, whole.lexical_hits, max(whole.latency_ms, preferred.latency_ms))

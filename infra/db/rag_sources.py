@@ -31,10 +31,12 @@ async def visible_sources(db: asyncpg.Pool | asyncpg.Connection, ids: Sequence[s
 
 async def published_between(
     db: asyncpg.Pool | asyncpg.Connection, date_from: date | None, date_to: date | None,
-    language: str | Sequence[str] | None,
+    language: str | Sequence[str] | None, *, among: Sequence[str] | None = None, limit: int | None = None,
 ) -> list[str]:
     """The visible localizations published from ``date_from`` through ``date_to`` (UTC days; None: open),
-    in ``language`` (a code, several, or None: every language)."""
+    in ``language`` (a code, several, or None: every language); with ``among``, only those of these ids;
+    with ``limit``, at most that many (which ones is unspecified: a caller asks for one more than it takes
+    to learn that there are more)."""
     start = datetime.combine(date_from, time.min, UTC) if date_from is not None else None
     end = datetime.combine(date_to + timedelta(days=1), time.min, UTC) if date_to is not None else None
     languages = [language] if isinstance(language, str) else list(language) if language is not None else None
@@ -44,7 +46,9 @@ async def published_between(
         WHERE published AND NOT hidden
           AND ($1::timestamptz IS NULL OR created_at >= $1) AND ($2::timestamptz IS NULL OR created_at < $2)
           AND ($3::text[] IS NULL OR language = ANY($3::text[]))
+          AND ($4::text[] IS NULL OR id = ANY($4::text[]))
+        LIMIT $5
         """,
-        start, end, languages,
+        start, end, languages, list(among) if among is not None else None, limit,
     )
     return [r["id"] for r in rows]

@@ -17,6 +17,7 @@ from infra.messages.ask import AskRequest, PublishedPeriod
 from infra.results import Source
 from infra.settings import Settings
 from infra.vectors import VectorStore
+from retrieval import hybrid
 from retrieval.rag import RagContext, answer_question
 from router.executor import AskCall, InProcessExecutor
 from router.gateway import CallValidator, ValidatedCall
@@ -96,3 +97,40 @@ async def test_an_ask_prefers_the_articles_of_the_period_its_question_names(ctx:
     same = await answer_question(ctx, question=QUESTION, language="en", answer_language="en", scope=None,
                                  prefer_period=empty)
     assert _keys(same.sources) == _keys(plain.sources)
+
+
+@pytest.mark.parametrize("store", ["edge"], indirect=True)
+async def test_a_broad_period_is_applied_to_the_candidates_without_an_id_list(ctx: RagContext) -> None:
+    july = [r.id for r in RECORDS if r.translation_key == JULY]
+    everything = [r.id for r in RECORDS]
+    # At most `limit` ids, and only those `among` the given ones.
+    assert len(await published_between(ctx.pool, None, None, "en", limit=2)) == 2
+    assert await published_between(ctx.pool, date(2024, 7, 1), date(2024, 7, 31), "en", among=everything) == july
+    assert await published_between(ctx.pool, date(2024, 7, 1), date(2024, 7, 31), "en",
+                                   among=[i for i in everything if i not in july]) == []
+
+    scopes: list[object] = []
+    lexical_scopes: list[object] = []
+    search = ctx.store.search
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        scopes.append(kwargs.get("scope"))
+        return search(*args, **kwargs)  # type: ignore[arg-type]
+
+    lexical_search = hybrid.chunks_db.lexical_search
+
+    async def lexical_recorded(*args: object, **kwargs: object) -> object:
+        lexical_scopes.append(kwargs.get("scope"))
+        return await lexical_search(*args, **kwargs)  # type: ignore[arg-type]
+
+    period = question_period(QUESTION, TODAY)
+    with pytest.MonkeyPatch.context() as patch:
+        # Every period counts as broad here: the corpus' periods hold a few articles.
+        patch.setattr(hybrid, "MAX_PERIOD_IDS", 0)
+        patch.setattr(ctx.store, "search", recorded)
+        patch.setattr(hybrid.chunks_db, "lexical_search", lexical_recorded)
+        outcome = await InProcessExecutor(ctx.pool, ctx).ask(
+            AskCall(question=QUESTION, language="en", answer_language="en", prefer_period=period))
+    assert _keys(outcome.sources)[0] == JULY  # preferred as with the id list
+    assert len(outcome.sources) > 1
+    assert scopes and lexical_scopes and set(map(repr, scopes + lexical_scopes)) == {"None"}  # no id list reached a store
