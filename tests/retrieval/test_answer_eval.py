@@ -18,7 +18,7 @@ from infra.results import Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore
-from retrieval.answer_eval import render_markdown, run_answer_eval, score_case
+from retrieval.answer_eval import answer_language, render_markdown, run_answer_eval, score_case
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError, load_answer_cases
 from retrieval.rag import RagContext
 from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
@@ -127,6 +127,16 @@ def test_an_extractive_answer_s_language_is_its_own_words_not_the_passages_it_qu
     assert result.language_right and result.facts_found == 1
     russian = outcome.model_copy(update={"answer": answer.replace("«Ruby 4.0", "Ruby 4.0").replace("=1.»", "=1.")})
     assert not score_case(case, russian, None, 1.0).language_right  # unquoted, the Russian is the answer's own
+
+
+@pytest.mark.parametrize(("answer", "language"), [
+    ("С Ruby 3.2.4 идут RubyGems 3.4.19, Bundler 2.4.19 и REXML 3.2.6.", "ru"),  # lingua over all its words: de
+    ("Die Ruby Central Conference findet vom 8. bis 10. November 2024 in Chicago statt.", "de"),  # ... en
+    ("Das Release ist für Linux und Windows verfügbar.", "de"),
+    ("The release is out.", "en"),
+])
+def test_an_answer_s_language_is_read_from_its_own_words_not_the_names_it_lists(answer: str, language: str) -> None:
+    assert answer_language(answer) == language
 
 
 def test_a_bad_set_names_its_line(tmp_path: Path) -> None:
