@@ -173,7 +173,9 @@ def score_case(
     valid_read = citation_validity(answer, outcome.sources, read)[1] if read is not None else valid
     cited = {ids[n - 1] for n in citation_numbers(answer) if 1 <= n <= len(ids)}
     llm_answer = outcome.answer_kind == "llm"
-    restated = llm_answer and not (stems(prose) - stems(case.question))
+    # Quoted words count here: a name the reply gives in quotes is content it chose to give (the product's
+    # check counts it too); only its language is read without them (docs/rag.md, round 19).
+    restated = llm_answer and not (stems(answer) - stems(case.question))
     return CaseResult(
         id=case.id, answer_kind=outcome.answer_kind,
         language_right=bool(prose.strip()) and answer_language(prose) == case.answer_language,

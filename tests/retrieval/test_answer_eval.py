@@ -129,6 +129,17 @@ def test_an_extractive_answer_s_language_is_its_own_words_not_the_passages_it_qu
     assert not score_case(case, russian, None, 1.0).language_right  # unquoted, the Russian is the answer's own
 
 
+def test_names_a_reply_gives_in_quotes_are_content_not_a_restatement() -> None:
+    case = AnswerCase(id="q", question="Which codenames do the new Ubuntu releases have?", today="2026-12-06",
+                      tool="AskArticles", question_language="en", answer_language="en", language=None, search=None,
+                      article_ids=("a",), key_facts=(("Noble",),), tags=("en", "ask"))
+    named = AskOutcome(status=ResultStatus.ANSWERED, answer='The new releases are "Noble Numbat" and "Oracular Oriole".',
+                       answer_kind="llm", sources=[], usage=Usage(), answer_language="en")
+    assert not score_case(case, named, None, 1.0).non_answer
+    echoed = named.model_copy(update={"answer": 'The "new Ubuntu releases" have "codenames".'})
+    assert score_case(case, echoed, None, 1.0).non_answer  # the question's own words, quoted or not
+
+
 @pytest.mark.parametrize(("answer", "language"), [
     ("С Ruby 3.2.4 идут RubyGems 3.4.19, Bundler 2.4.19 и REXML 3.2.6.", "ru"),  # lingua over all its words: de
     ("Die Ruby Central Conference findet vom 8. bis 10. November 2024 in Chicago statt.", "de"),  # ... en
