@@ -3,9 +3,11 @@ wrong, and how often it lets a text of another language through.
 
 Snippets of 1-3 consecutive sentences (markup, links and code left out) from the shared corpus's
 articles, one an article, stand for replies: each is checked against its own language and
-against the two others with ``retrieval.answer_check.in_language``.
+against the two others with ``retrieval.answer_check.in_language``. Then the answer eval's judge
+(`retrieval.answer_eval.answer_language`, names left out) beside lingua over all the words, on three
+draws of snippets: how many each reads as another language.
 
-``.venv/bin/python -m bench.language_check [--corpus PATH]`` (~10 s, no services).
+``.venv/bin/python -m bench.language_check [--corpus PATH]`` (~20 s, no services).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from pathlib import Path
 
 from infra.corpus import ArticleRecord, read_corpus
 from infra.results import LANGUAGES
+from infra.text_language import detect
 from retrieval.answer_check import in_language
+from retrieval.answer_eval import answer_language
 from retrieval.chunking import split_sentences
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "articles.jsonl"
@@ -59,6 +63,16 @@ def main() -> int:
         cells = ["–" if asked == language else f"{passed_other[(language, asked)]} ({passed_other[(language, asked)] / n:.1%})"
                  for asked in LANGUAGES]
         print(f"| {language} | {n} | {wrong_own[language]} ({wrong_own[language] / n:.1%}) | " + " | ".join(cells) + " |")
+    print()
+    print("| draw (seed) | misread by lingua over all words (ru / en / de) | by the judge, names left out |")
+    print("| ---: | ---: | ---: |")
+    for seed in (7, 8, 9):
+        drawn = snippets(args.corpus, seed)
+        misread = {reader.__name__: Counter(language for language, text in drawn if reader(text) != language)
+                   for reader in (detect, answer_language)}
+        cells = [" / ".join(str(m[language]) for language in LANGUAGES) + f" ({sum(m.values())})"
+                 for m in misread.values()]
+        print(f"| {seed} | " + " | ".join(cells) + " |")
     return 0
 
 

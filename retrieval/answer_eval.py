@@ -110,9 +110,9 @@ def answer_language(prose: str) -> str | None:
     sentence (a name, or a German noun). Names are the sources' words in whatever language: over all its
     words lingua read a Russian sentence listing Ruby, RubyGems and Bundler versions as German, and a
     German one naming an English-named conference as English (3 answers of the seventh set, docs/rag.md
-    round 19). Over a sentence or three of each of the 1,209 corpus articles (three random draws) it misreads
-    19-20, against 19-22 over all the words. With fewer than ``MIN_OWN_WORDS`` such words, lingua reads all
-    of them."""
+    round 19). On 1-3 sentences of each corpus article (~1,125 snippets, three draws, `bench.language_check`)
+    it misreads 5-8, against 11-15 over all the words, most of those Russian. With fewer than
+    ``MIN_OWN_WORDS`` such words, lingua reads all of them."""
     own: list[str] = []
     for sentence in split_sentences(" ".join(prose.split())):
         for i, word in enumerate(_WORD.findall(sentence)):
