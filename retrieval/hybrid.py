@@ -177,7 +177,7 @@ async def _retrieve(
         return Retrieved([])
     use_vector = config.mode is not RetrievalMode.LEXICAL
     use_lexical = config.mode is not RetrievalMode.VECTOR
-    limit = config.candidates if config.mode is RetrievalMode.HYBRID else config.top_k
+    limit = _list_length(config)
 
     async def vector_list() -> list[Hit]:
         if not use_vector:
@@ -197,17 +197,24 @@ async def _retrieve(
         return [lexical_to_hit(h) for h in found]
 
     vector_hits, lexical_hits = await asyncio.gather(vector_list(), lexical_list())
-    if config.mode is RetrievalMode.VECTOR:
-        hits = vector_hits[:keep]
-    elif config.mode is RetrievalMode.LEXICAL:
-        hits = lexical_hits[:keep]
-    else:
-        hits = fuse(
-            [(config.vector_weight, vector_hits), (lexical_weight(config, lexical_hits), lexical_hits)],
-            rrf_k=config.rrf_k, limit=keep,
-        )
-    hits = await _reranked(question, hits, config=config, reranker=reranker, deadline=deadline)
+    hits = await _reranked(question, _fused(config, vector_hits, lexical_hits, keep), config=config,
+                           reranker=reranker, deadline=deadline)
     return Retrieved(hits, vector_hits, lexical_hits, round((time.monotonic() - started) * 1000, 2))
+
+
+def _list_length(config: RetrievalConfig) -> int:
+    """How many chunks each list fetches: the candidates when two lists are fused, else top_k."""
+    return config.candidates if config.mode is RetrievalMode.HYBRID else config.top_k
+
+
+def _fused(config: RetrievalConfig, vector_hits: list[Hit], lexical_hits: list[Hit], keep: int) -> list[Hit]:
+    """The mode's list, or the two fused (RRF): its first ``keep`` chunks."""
+    if config.mode is RetrievalMode.VECTOR:
+        return vector_hits[:keep]
+    if config.mode is RetrievalMode.LEXICAL:
+        return lexical_hits[:keep]
+    return fuse([(config.vector_weight, vector_hits), (lexical_weight(config, lexical_hits), lexical_hits)],
+                rrf_k=config.rrf_k, limit=keep)
 
 
 def _kept(config: RetrievalConfig, reranker: Reranker | None) -> int:
@@ -265,22 +272,25 @@ async def retrieve_preferring_period(
                                config=config, deadline=deadline, reranker=reranker, vector_query=vector_query)
     keep = _kept(config, reranker)
 
-    def unranked(ids: Sequence[str] | None, config: RetrievalConfig = config, keep: int = keep) -> Awaitable[Retrieved]:
+    def unranked(ids: Sequence[str] | None, over: RetrievalConfig, kept: int) -> Awaitable[Retrieved]:
         # Each list fused only: a reranker reorders the union once, after the two are fused.
-        return _retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=config,
-                         deadline=deadline, reranker=None, vector_query=vector_query, keep=keep)
+        return _retrieve(pool, store, embedders, version, question, language=language, scope=ids, config=over,
+                         deadline=deadline, reranker=None, vector_query=vector_query, keep=kept)
 
     if len(preferred_ids) <= MAX_PERIOD_IDS:
-        preferred, whole = await asyncio.gather(unranked(preferred_ids), unranked(None))
-        preferred_hits = preferred.hits
-    else:  # a broad period: the whole collection's wider candidates, those of the period kept in their order
+        preferred, whole = await asyncio.gather(unranked(preferred_ids, config, keep), unranked(None, config, keep))
+        preferred_hits, latency_ms = preferred.hits, max(whole.latency_ms, preferred.latency_ms)
+    else:  # a broad period: the whole collection's deeper candidates, those of the period kept in their order
         deep = config.candidates * BROAD_PERIOD_CANDIDATES  # top_k too: a one-list mode's list is top_k long
-        wide = dataclasses.replace(config, candidates=deep, top_k=deep)
-        candidates, whole = await asyncio.gather(unranked(None, wide, wide.candidates), unranked(None))
+        candidates = await unranked(None, dataclasses.replace(config, candidates=deep, top_k=deep), deep)
+        # The whole collection's own list is the head of the same two lists: the same queries, fewer rows.
+        length = _list_length(config)
+        vector_head, lexical_head = candidates.vector_hits[:length], candidates.lexical_hits[:length]
+        whole = Retrieved(_fused(config, vector_head, lexical_head, keep), vector_head, lexical_head)
         of_period = set(await published_between(pool, period.date_from, period.date_to, language,
                                                 among=list({h.chunk.localization_id for h in candidates.hits})))
-        preferred = candidates
         preferred_hits = [h for h in candidates.hits if h.chunk.localization_id in of_period][:keep]
+        latency_ms = candidates.latency_ms
     hits = fuse([(1.0, preferred_hits), (1.0, whole.hits)], rrf_k=config.rrf_k, limit=keep)
     hits = await _reranked(question, hits, config=config, reranker=reranker, deadline=deadline)
-    return Retrieved(hits, whole.vector_hits, whole.lexical_hits, max(whole.latency_ms, preferred.latency_ms))
+    return Retrieved(hits, whole.vector_hits, whole.lexical_hits, latency_ms)
