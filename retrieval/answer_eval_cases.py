@@ -23,9 +23,9 @@ DATA = Path(__file__).parent / "data"
 # written blind on 2026-12-06 for round 15, on articles no earlier set uses; ~a third two-part questions;
 # periods: written blind for round 17, asks that each name a period; sixth: written blind for round 18, on
 # articles no earlier set uses, in the fourth set's shape; seventh: written blind for round 19, likewise,
-# 14 of its 36 questions in two parts.
+# 14 of its 36 questions in two parts; eighth: written blind for round 20, likewise.
 SETS = {name: DATA / f"answer_eval_{name}.jsonl"
-        for name in ("dev", "test", "fresh", "blind", "fourth", "periods", "sixth", "seventh")}
+        for name in ("dev", "test", "fresh", "blind", "fourth", "periods", "sixth", "seventh", "eighth")}
 TOOLS = ("AskArticles", "SearchAndAskArticles")
 
 

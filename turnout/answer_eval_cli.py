@@ -17,7 +17,7 @@ console = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
 
 
 def eval_answers(
-    split: Annotated[str, typer.Option("--split", help="dev, test (the held-out half), fresh, blind, periods, sixth, seventh (later held-out sets) or fourth (a tuning set)")] = "dev",
+    split: Annotated[str, typer.Option("--split", help="dev, test (the held-out half), fresh, blind, periods, sixth, seventh, eighth (later held-out sets) or fourth (a tuning set)")] = "dev",
     cases_file: Annotated[Path | None, typer.Option("--file", help="a JSONL file of cases instead of the set")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="only the first N cases")] = None,
     time_budget_s: Annotated[float | None, typer.Option(

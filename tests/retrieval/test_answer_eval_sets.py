@@ -74,7 +74,9 @@ def _later_set(split: str, earlier_splits: tuple[str, ...]) -> list[dict[str, An
                                                       ("fourth", ("dev", "test", "fresh", "blind")),
                                                       ("sixth", ("dev", "test", "fresh", "blind", "fourth", "periods")),
                                                       ("seventh", ("dev", "test", "fresh", "blind", "fourth", "periods",
-                                                                   "sixth"))])
+                                                                   "sixth")),
+                                                      ("eighth", ("dev", "test", "fresh", "blind", "fourth", "periods",
+                                                                  "sixth", "seventh"))])
 def test_a_later_set_is_new_and_has_the_shape_the_command_reads(split: str, earlier_splits: tuple[str, ...]) -> None:
     later = _later_set(split, earlier_splits)
     assert len(later) >= 30
@@ -94,7 +96,7 @@ def test_the_period_set_is_new_and_every_question_names_a_period() -> None:
     assert Counter(r["questionLanguage"] for r in later) == {"ru": 10, "en": 10, "de": 10}
 
 
-@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind", "fourth", "periods", "sixth", "seventh"])
+@pytest.mark.parametrize("split", ["dev", "test", "fresh", "blind", "fourth", "periods", "sixth", "seventh", "eighth"])
 def test_labels_point_at_articles_that_hold_the_key_facts(split: str, corpus: dict[str, ArticleRecord]) -> None:
     for row in _rows(split):
         records = [corpus[i] for i in row["articleIds"]]  # KeyError names an id the corpus lacks
