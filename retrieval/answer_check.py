@@ -13,14 +13,18 @@ check measures, rather than matching phrases:
   asked is not the answer the user asked for (``wrong_language``).
 
 Across scripts (a Russian answer from English passages) only names and numbers can be
-shared, so there a cited answer must carry over one of them and an uncited one two. The
-thresholds below were chosen on the dev half of the answer set (docs/rag.md, "Answer check").
+shared, so there a cited answer must carry over one of them and an uncited one two. The same
+holds across languages in one script (a German answer from English passages): its words are
+not the passages' words, so their share says nothing, and it must carry over names or numbers
+as a cross-script answer must (without the cross-script leniency for an answer that names
+nothing: in one script a refusal's words would count as its own). The thresholds below were
+chosen on the dev half of the answer set (docs/rag.md, "Answer check").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,6 +103,7 @@ class AnswerCheck:
     support: float  # supported / new words
     citations: int  # valid [n] markers
     cross_script: bool
+    cross_language: bool = False  # in the passages' script, not in any of their languages
 
     @property
     def accepted(self) -> bool:
@@ -106,7 +111,8 @@ class AnswerCheck:
 
     def document(self) -> dict[str, object]:
         return {"verdict": self.verdict, "newWords": self.new_words, "supported": self.supported,
-                "support": round(self.support, 3), "citations": self.citations, "crossScript": self.cross_script}
+                "support": round(self.support, 3), "citations": self.citations, "crossScript": self.cross_script,
+                "crossLanguage": self.cross_language}
 
 
 def stems(text: str) -> set[str]:
@@ -150,15 +156,19 @@ def in_language(answer: str, language: str) -> bool:
 
 
 def check_answer(
-    answer: str, question: str, passages: Sequence[str], n_sources: int, language: str | None = None
+    answer: str, question: str, passages: Sequence[str], n_sources: int, language: str | None = None,
+    passage_languages: Collection[str] = (),
 ) -> AnswerCheck:
     """The verdict on one model answer, with the measures it was decided on; ``language``, when
-    given, is the language the answer must be in."""
+    given, is the language the answer must be in, ``passage_languages`` the languages of the
+    articles the passages come from."""
     asked = stems(question)
     new = stems(answer) - asked
     citations = sum(1 for n in citation_numbers(answer) if 1 <= n <= n_sources)
     scripts = {_script(p) for p in passages}
     cross_script = bool(scripts) and _script(answer) not in scripts
+    cross_language = (not cross_script and language is not None and bool(passage_languages)
+                      and language not in passage_languages)
     supported = len(new & _union(stems(p) for p in passages))
     support = supported / len(new) if new else 0.0
 
@@ -174,13 +184,16 @@ def check_answer(
             verdict = "uncited"
         elif citations and supported < MIN_SHARED_CROSS_SCRIPT and len(new) < MIN_NEW_WORDS_CROSS_SCRIPT:
             verdict = "off_material"
+    elif cross_language:
+        if supported < (MIN_SHARED_CROSS_SCRIPT if citations else MIN_SHARED_UNCITED):
+            verdict = "off_material" if citations else "uncited"
     elif support < MIN_SUPPORT or supported < min(MIN_SHARED_UNCITED, len(new)):
         verdict = "off_material"
     elif not citations and (support < MIN_SUPPORT_UNCITED or supported < MIN_SHARED_UNCITED):
         verdict = "uncited"
     if verdict == "accepted" and language is not None and not in_language(answer, language):
         verdict = "wrong_language"
-    return AnswerCheck(verdict, len(new), supported, support, citations, cross_script)
+    return AnswerCheck(verdict, len(new), supported, support, citations, cross_script, cross_language)
 
 
 def _union(sets: Iterable[set[str]]) -> set[str]:

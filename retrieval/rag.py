@@ -251,7 +251,8 @@ async def _checked_answer(
             return call, None, attempt
         tidied = tidy_answer(call.answer, cut=call.cut)
         repaired = ground_citations(repair_citations(tidied, entries), selection.source_texts)
-        check = check_answer(repaired, question, selection.texts, entries, answer_language)
+        check = check_answer(repaired, question, selection.texts, entries, answer_language,
+                             {a.source.language for a in selection.articles})
         bump(ANSWER_CHECKS, attempt="first" if reminder is None else "strict", verdict=check.verdict)
         if check.accepted:
             if stream is not None and repaired != call.answer:

@@ -58,6 +58,22 @@ def test_a_short_factual_answer_and_a_cited_cross_language_one_pass() -> None:
     assert uncited.accepted  # no marker, but names and numbers of the passage carried over
 
 
+def test_an_answer_in_another_language_of_the_same_script_is_judged_by_what_it_carries_over() -> None:
+    # A German answer from an English passage shares its names and numbers, few of its words: the share of
+    # supported words (4 of 14 here) says nothing across languages (dev: good translations ended extractive).
+    german = ("YJIT ist ein Übersetzer zur Laufzeit, den Ruby 3.3 mitbringt; er beschleunigt Anwendungen mit Rails "
+              "um ungefähr 15 Prozent und braucht dabei weniger Speicher.")
+    check = check_answer(german, "Was bringt YJIT?", [YJIT], 1, "de", {"en"})
+    assert check.accepted and check.cross_language and check.support < 0.3
+    assert check_answer(german + " [1]", "Was bringt YJIT?", [YJIT], 1, "de", {"en"}).accepted
+    # A refusal carries nothing over: a marker and words of its own do not make it an answer here.
+    refusal = check_answer("Leider enthalten die Abschnitte darüber keine Angaben, tut mir sehr leid [1].",
+                           "Was bringt YJIT?", [YJIT], 1, "de", {"en"})
+    assert refusal.verdict == "off_material" and refusal.cross_language
+    # With a passage in the answer's own language, its words must come from the passages as before.
+    assert not check_answer(german, "Was bringt YJIT?", [YJIT], 1, "de", {"en", "de"}).accepted
+
+
 def test_an_uncited_answer_needs_more_support() -> None:
     loose = "Rails applications run on servers that people configure, monitor and restart carefully every day."
     assert check_answer(loose, "What does YJIT change?", [YJIT], 1).verdict in {"uncited", "off_material"}

@@ -159,3 +159,17 @@ async def test_a_question_that_asks_two_things_lists_them_for_the_model(ctx: Rag
     assert f"Question: {question}" in user
     assert "asks 2 things" in user and "1. How often do I feed a sourdough starter\n" in user
     assert "2. how do I know it is active\n" in user
+
+
+async def test_an_answer_translated_from_passages_in_another_language_is_accepted(
+    ctx: RagContext, llm: ScriptedLLM
+) -> None:
+    # German from the English article: it shares one name with its passages ("Aceton", in the sentence it
+    # cites), none of their other words. Judged by its share of the passages' words (1 of 13) it was off the
+    # material, asked again, then quoted.
+    german = Text("Man füttert ihn jeden Tag mit gleichen Gewichten Roggenmehl und Wasser; riecht er nach Aceton, "
+                  "hat er Hunger und braucht öfter Futter [1].")
+    llm.script(german, german)
+    outcome = await answer_question(ctx, question=QUESTION, language="en", answer_language="de", scope=None)
+    assert outcome.answer_kind == "llm" and outcome.answer == german.content
+    assert outcome.usage.llm_calls == 1
