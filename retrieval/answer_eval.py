@@ -232,6 +232,8 @@ class ModelReport:
         r = self.results
         n = max(len(r), 1)
         llm = [x for x in r if x.answer_kind == "llm"]
+        # A case with no answer text (nothing found to answer from) has no language to be right or wrong in.
+        answered = [x for x in r if x.answer_kind is not None]
         firsts = [x.first_delta_s for x in r if x.first_delta_s is not None]
         markers = sum(x.citations for x in r)
         return {
@@ -239,7 +241,7 @@ class ModelReport:
             "llmAnswers": len(llm), "extractive": sum(1 for x in r if x.answer_kind == "extractive"),
             "noAnswer": sum(1 for x in r if x.answer_kind is None),
             "noAnswerCases": sum(1 for x in r if not x.facts),
-            "languageRight": round(sum(x.language_right for x in r) / n, 3),
+            "languageRight": round(sum(x.language_right for x in answered) / max(len(answered), 1), 3),
             "languageRightLlm": round(sum(x.language_right for x in llm) / max(len(llm), 1), 3),
             "acceptedNonAnswers": sum(x.non_answer for x in r),
             "keyFactRecall": round(sum(x.facts_found for x in r) / max(sum(x.facts for x in r), 1), 3),

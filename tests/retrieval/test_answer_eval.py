@@ -18,7 +18,7 @@ from infra.results import Source, Usage
 from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore
-from retrieval.answer_eval import answer_language, render_markdown, run_answer_eval, score_case
+from retrieval.answer_eval import ModelReport, answer_language, render_markdown, run_answer_eval, score_case
 from retrieval.answer_eval_cases import AnswerCase, AnswerEvalError, load_answer_cases
 from retrieval.rag import RagContext
 from tests.retrieval.rag_fixtures import index, load, make_ctx, rag_db, rag_settings, store
@@ -171,3 +171,18 @@ def test_the_command_names_a_bad_set_and_exits_2(tmp_path: Path, monkeypatch: py
     bad = CliRunner().invoke(app, ["eval-answers", "--file", str(_write(tmp_path / "bad.jsonl", [{"id": 1}]))])
     assert bad.exit_code == 2 and "bad.jsonl:1" in bad.output
     assert CliRunner().invoke(app, ["eval-answers", "--split", "all"]).exit_code == 2
+
+
+def test_the_answer_language_is_judged_over_the_cases_answered() -> None:
+    # A no-answer case whose search found nothing has no answer text: no language to get wrong (the eighth
+    # set's run counted it as a wrong language, 97.2% where every answer was in the asked one).
+    case = load_answer_cases(_write(Path("/tmp") / f"one-{id(object())}.jsonl", CASES[:1]))[0]
+    sources = [Source(article_id="f6b46697c4422f29", title="Fiddle", snippet="Tainted strings.", score=1)]
+    answered = score_case(case, AskOutcome(status=ResultStatus.ANSWERED, answer="Tainted strings reach system calls [1].",
+                                           answer_kind="llm", sources=sources, usage=Usage(), answer_language="en"),
+                          first_delta_s=1.0, total_s=2.0)
+    nothing = score_case(case, AskOutcome(status=ResultStatus.NO_RESULTS, answer=None, sources=[], usage=Usage(),
+                                          answer_language="en"), first_delta_s=None, total_s=1.0)
+    assert answered.language_right and not nothing.language_right
+    report = ModelReport("m", [answered, nothing]).document()
+    assert report["languageRight"] == 1.0 and report["cases"] == 2
