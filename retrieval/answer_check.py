@@ -177,16 +177,15 @@ def check_answer(
         verdict = "empty"
     elif len(new) < MIN_NEW_WORDS:
         verdict = "restates_question"
-    elif cross_script:
-        # Only names and numbers can be shared across scripts: a cited answer must carry over one
-        # of them or say enough of its own (a topical answer names nothing), an uncited one two.
+    elif cross_script or cross_language:
+        # Only names and numbers are shared across scripts or languages: a cited answer must carry over
+        # one of them, an uncited one two. Across scripts a cited one may instead say enough of its own (a
+        # topical answer names nothing); in one script a refusal's words would pass as its own.
         if not citations and supported < MIN_SHARED_UNCITED:
             verdict = "uncited"
-        elif citations and supported < MIN_SHARED_CROSS_SCRIPT and len(new) < MIN_NEW_WORDS_CROSS_SCRIPT:
+        elif (citations and supported < MIN_SHARED_CROSS_SCRIPT
+              and (cross_language or len(new) < MIN_NEW_WORDS_CROSS_SCRIPT)):
             verdict = "off_material"
-    elif cross_language:
-        if supported < (MIN_SHARED_CROSS_SCRIPT if citations else MIN_SHARED_UNCITED):
-            verdict = "off_material" if citations else "uncited"
     elif support < MIN_SUPPORT or supported < min(MIN_SHARED_UNCITED, len(new)):
         verdict = "off_material"
     elif not citations and (support < MIN_SUPPORT_UNCITED or supported < MIN_SHARED_UNCITED):
