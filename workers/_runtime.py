@@ -2,8 +2,12 @@
 
 Tasks are sync functions; the services are async (asyncpg, redis.asyncio). Each worker
 thread keeps one event loop with its own pool, so a thread pool and a prefork pool both
-work. Time limits are enforced here with ``asyncio.wait_for``: thread pools ignore
-Celery's hard limits, so a limit that must really apply has to live inside the task.
+work. The loop runs all the time in a companion thread of its own and the task's thread
+waits on it: a loop that ran only inside tasks held every connection a burst had opened for
+as long as its thread stayed idle (the pool's idle lifetime is a timer on that loop), and saw
+a server closing one only at the next task. Time limits are enforced here with
+``asyncio.wait_for``: thread pools ignore Celery's hard limits, so a limit that must really
+apply has to live inside the task.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from infra.settings import Settings, get_settings
 T = TypeVar("T")
 
 
-CATCH_UP_TURNS = 4
+CLOSE_TIMEOUT_S = 10.0  # a runtime's pool and clients closing at the worker's stop
 
 
 class TaskDeadlineExceeded(TimeoutError):
@@ -36,9 +40,11 @@ class TaskDeadlineExceeded(TimeoutError):
 class Runtime:
     settings: Settings
     loop: asyncio.AbstractEventLoop
+    thread: threading.Thread | None = None  # the companion thread running `loop` (None: the caller runs it)
     _pool: asyncpg.Pool | None = None
     _redis: aioredis.Redis | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # per-thread caches (clients, models)
+    in_task: bool = False  # a task body is on the loop (the shutdown leaves such a runtime alone)
     # What `aclose` closes besides the pool and Redis: the extras' clients, registered with them.
     _closers: list[Callable[[], object]] = field(default_factory=list)
 
@@ -77,26 +83,23 @@ _all: list[Runtime] = []  # every thread's, for the worker's shutdown (`close_ru
 _all_lock = threading.Lock()
 
 
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    loop.run_forever()
+
+
 def current_runtime() -> Runtime:
     rt: Runtime | None = getattr(_local, "runtime", None)
     if rt is None or rt.loop.is_closed():  # none yet, or closed by the shutdown
-        rt = Runtime(settings=get_settings(), loop=asyncio.new_event_loop())
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=_serve, args=(loop,), daemon=True,
+                                  name=f"{threading.current_thread().name}-loop")
+        thread.start()
+        rt = Runtime(settings=get_settings(), loop=loop, thread=thread)
         _local.runtime = rt
         with _all_lock:
             _all.append(rt)
     return rt
-
-
-async def _catch_up() -> None:
-    """Let the loop handle what happened while it was idle between tasks (it runs only inside one)
-    before the task body: a server that closed a pooled connection meanwhile is seen, so the pool
-    drops that connection and opens a new one on acquire instead of handing it out; inactive
-    connections past their lifetime are closed. A few turns: the first queues the I/O callbacks
-    behind this task's own step, the next ones run them and the connection-lost callbacks they
-    schedule (measured: three suffice for a terminated backend; two leave it half-closed). What
-    slips through anyway is retried by the callers (`workers/_db_retry.py`)."""
-    for _ in range(CATCH_UP_TURNS):
-        await asyncio.sleep(0)
 
 
 def run_in_task(fn: Callable[[Runtime], Awaitable[T]], *, timeout_s: float) -> T:
@@ -104,31 +107,39 @@ def run_in_task(fn: Callable[[Runtime], Awaitable[T]], *, timeout_s: float) -> T
     rt = current_runtime()
 
     async def bounded() -> T:
-        await _catch_up()
         try:
             return await asyncio.wait_for(fn(rt), timeout=timeout_s)
         except TimeoutError as exc:
             raise TaskDeadlineExceeded(f"task exceeded its {timeout_s:.0f}s time limit") from exc
 
-    return rt.loop.run_until_complete(bounded())
-
-
-def _close(rt: Runtime) -> None:
+    rt.in_task = True
     try:
-        rt.loop.run_until_complete(rt.aclose())
+        return asyncio.run_coroutine_threadsafe(bounded(), rt.loop).result()
     finally:
-        rt.loop.close()
+        rt.in_task = False
+
+
+def close_runtime(rt: Runtime) -> None:
+    """Close `rt`'s pool and clients on its loop, then stop the loop and its thread."""
+    if rt.thread is None:
+        raise ValueError("this runtime's loop is run by its caller, who closes it (`await rt.aclose()`)")
+    try:
+        asyncio.run_coroutine_threadsafe(rt.aclose(), rt.loop).result(timeout=CLOSE_TIMEOUT_S)
+    finally:
+        rt.loop.call_soon_threadsafe(rt.loop.stop)
+        rt.thread.join(timeout=CLOSE_TIMEOUT_S)
+        if not rt.loop.is_running():
+            rt.loop.close()
 
 
 def close_runtimes() -> int:
-    """Close every thread's runtime, at the worker's shutdown (its tasks have ended, so no loop is
-    running: each is run once more, from the calling thread, to close its pool and clients).
-    Returns how many were closed."""
+    """Close every thread's runtime, at the worker's stop (its tasks have ended). Returns how many
+    were closed."""
     with _all_lock:
         runtimes = list(_all)
         _all.clear()
     for rt in runtimes:
-        if rt.loop.is_running():  # a task still in flight (a hard shutdown): leave it to exit
+        if rt.in_task:  # a task still in flight (a hard shutdown): leave it to exit
             continue
-        _close(rt)
+        close_runtime(rt)
     return len(runtimes)

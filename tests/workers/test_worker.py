@@ -9,7 +9,7 @@ import pytest
 
 from infra.status import Queue
 from tests.support.services import WorkerGroup
-from workers._runtime import TaskDeadlineExceeded, run_in_task
+from workers._runtime import TaskDeadlineExceeded, close_runtime, current_runtime, run_in_task
 from workers.app import celery_app
 
 
@@ -45,6 +45,8 @@ def test_in_task_time_limit_applies_in_a_thread() -> None:
             outcome.append(None)
         except BaseException as exc:
             outcome.append(exc)
+        finally:
+            close_runtime(current_runtime())
 
     started = time.monotonic()
     thread = threading.Thread(target=body)
@@ -66,14 +68,13 @@ def test_suite_fails_when_a_service_is_down(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_a_connection_closed_while_the_worker_idles_is_replaced_on_acquire(settings: object) -> None:
-    """Between tasks a worker thread's loop does not run, so nothing notices a server closing a
-    pooled connection (a restart, a terminated backend). The next task must get a fresh one, not
-    fail on the dead one (a plain query: no retry here)."""
+    """A server closing a pooled connection between tasks (a restart, a terminated backend): the
+    next task must get a fresh one, not fail on the dead one (a plain query: no retry here)."""
     import asyncio
 
     import asyncpg
 
-    from workers._runtime import Runtime, current_runtime
+    from workers._runtime import Runtime
 
     async def backend(rt: Runtime) -> int:
         pid: int = await (await rt.pool()).fetchval("SELECT pg_backend_pid()")
@@ -98,11 +99,68 @@ def test_a_connection_closed_while_the_worker_idles_is_replaced_on_acquire(setti
         except BaseException as exc:
             outcome.append(exc)
         finally:
-            rt.loop.run_until_complete(rt.aclose())
-            rt.loop.close()
+            close_runtime(rt)
 
     thread = threading.Thread(target=body)
     thread.start()
     thread.join(timeout=30)
     assert len(outcome) == 2, outcome
     assert outcome[0] != outcome[1]  # a new backend answered
+
+
+def test_connections_a_task_opened_are_closed_while_its_thread_idles(
+        settings: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst opens several connections in a thread's pool; once idle past the pool's lifetime
+    they are closed even though no task runs in that thread again (a worker kept every one of
+    them, in every thread, for as long as it idled)."""
+    import asyncio
+
+    import asyncpg
+
+    from infra.db import pool as db_pool
+    from workers._runtime import Runtime
+
+    monkeypatch.setattr(db_pool, "INACTIVE_LIFETIME_S", 0.5)
+
+    async def burst(rt: Runtime) -> set[int]:
+        pool = await rt.pool()
+
+        async def backend() -> int:
+            async with pool.acquire() as conn:
+                pid: int = await conn.fetchval("SELECT pg_backend_pid()")
+                await asyncio.sleep(0.2)  # held together: the pool opens one each
+                return pid
+
+        return set(await asyncio.gather(backend(), backend(), backend()))
+
+    async def alive(pids: set[int]) -> set[int]:
+        conn = await asyncpg.connect(current_runtime().settings.database_url)
+        try:
+            rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE pid = ANY($1::int[])", list(pids))
+            return {r["pid"] for r in rows}
+        finally:
+            await conn.close()
+
+    outcome: list[object] = []
+
+    def body() -> None:
+        rt = current_runtime()
+        try:
+            pids = run_in_task(burst, timeout_s=10)
+            outcome.append(pids)
+            deadline = time.monotonic() + 5
+            while (left := asyncio.run(alive(pids))) and time.monotonic() < deadline:
+                time.sleep(0.2)  # this thread idles: no task runs on its runtime
+            outcome.append(left)
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            close_runtime(rt)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join(timeout=30)
+    assert len(outcome) == 2, outcome
+    opened, left = outcome
+    assert isinstance(opened, set) and len(opened) == 3
+    assert left == set()
