@@ -49,6 +49,9 @@ MIN_LANGUAGE_CONFIDENCE = 0.1  # lingua's, in en/de over the Latin words: 0 of 6
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MARKER = re.compile(r"\[(\d{1,3})\]")
+# English writes ordinals and decades as one word ("16th", "1990s"); German ("16.") and Russian ("1990-х")
+# set the ending apart, so the number alone is the word the three languages share.
+_NUMBER_WITH_ENDING = re.compile(r"(\d+)(?:st|nd|rd|th|s)")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[a-zA-Z\u00c0-\u024f]")
 _LETTER_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
@@ -116,9 +119,12 @@ class AnswerCheck:
 
 
 def stems(text: str) -> set[str]:
-    """The content words of ``text``, lower-cased and cut to a stem (``ё`` read as ``е``)."""
+    """The content words of ``text``, lower-cased and cut to a stem (``ё`` read as ``е``; a number without
+    its ordinal or plural ending)."""
     out: set[str] = set()
     for word in _WORD.findall(_MARKER.sub(" ", text.lower().replace("ё", "е"))):
+        if number := _NUMBER_WITH_ENDING.fullmatch(word):
+            word = number.group(1)
         if word in STOP_WORDS or (len(word) < 3 and not word.isdigit()):
             continue
         out.add(word[:STEM])

@@ -3,7 +3,7 @@ The non-answers are the ones the offline model gave in issue 25, or of their kin
 
 from __future__ import annotations
 
-from retrieval.answer_check import check_answer
+from retrieval.answer_check import check_answer, stems
 from retrieval.answer_prompt import (
     LANGUAGE_REMINDER,
     STRICT_REMINDER,
@@ -72,6 +72,18 @@ def test_an_answer_in_another_language_of_the_same_script_is_judged_by_what_it_c
     assert refusal.verdict == "off_material" and refusal.cross_language
     # With a passage in the answer's own language, its words must come from the passages as before.
     assert not check_answer(german, "Was bringt YJIT?", [YJIT], 1, "de", {"en", "de"}).accepted
+
+
+def test_a_number_is_the_same_word_with_or_without_its_ordinal_or_plural_ending() -> None:
+    # "16th" and "1990s" carry over the German "16." and the Russian "1990-х": across languages only names and
+    # numbers are shared, so a translated date must count as one.
+    assert stems("on the 16th, in the 1990s, the 1st and 2nd, the 3rd") >= {"16", "1990", "1", "2", "3"}
+    assert stems("am 16. Mai") & stems("on May 16th") == {"16"}
+    assert stems("в 1990-х годах") & stems("in the 1990s") == {"1990"}
+    assert stems("H264 and 10GB") == {"h264", "10gb"}  # a name or unit that merely holds digits keeps its letters
+    passage = "Die Konferenz findet am 16. Mai in Köln statt."
+    assert check_answer("It takes place on the 16th [1].", "Wann findet die Konferenz statt?",
+                        [passage], 1, "en", {"de"}).accepted
 
 
 def test_an_uncited_answer_needs_more_support() -> None:
