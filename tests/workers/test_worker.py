@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -11,6 +12,26 @@ from infra.status import Queue
 from tests.support.services import WorkerGroup
 from workers._runtime import TaskDeadlineExceeded, close_runtime, current_runtime, run_in_task
 from workers.app import celery_app
+
+
+def on_a_worker_thread(body: Callable[[], list[object]], *, timeout_s: float = 30) -> list[object]:
+    """What `body` returns, or the exception it raised, run in a thread of its own as a Celery
+    worker thread runs tasks; that thread's runtime is closed after."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        rt = current_runtime()
+        try:
+            outcome.extend(body())
+        except BaseException as exc:
+            outcome.append(exc)
+        finally:
+            close_runtime(rt)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=timeout_s)
+    return outcome
 
 
 def test_every_queue_is_declared_and_routed() -> None:
@@ -34,24 +55,11 @@ def test_in_task_time_limit_applies_in_a_thread() -> None:
     """Thread pools ignore Celery's hard limit: run_in_task must stop the body itself."""
     import asyncio
 
-    outcome: list[BaseException | None] = []
-
     async def too_slow(_rt: object) -> None:
         await asyncio.sleep(30)
 
-    def body() -> None:
-        try:
-            run_in_task(too_slow, timeout_s=0.3)
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
-        finally:
-            close_runtime(current_runtime())
-
     started = time.monotonic()
-    thread = threading.Thread(target=body)
-    thread.start()
-    thread.join(timeout=10)
+    outcome = on_a_worker_thread(lambda: [run_in_task(too_slow, timeout_s=0.3)], timeout_s=10)
     assert isinstance(outcome[0], TaskDeadlineExceeded)
     assert time.monotonic() - started < 5
 
@@ -87,23 +95,13 @@ def test_a_connection_closed_while_the_worker_idles_is_replaced_on_acquire(setti
         finally:
             await conn.close()
 
-    outcome: list[object] = []
+    def body() -> list[object]:
+        first = run_in_task(backend, timeout_s=10)
+        asyncio.run(terminate(first))
+        time.sleep(0.3)  # the server has closed it; no task runs meanwhile
+        return [first, run_in_task(backend, timeout_s=10)]
 
-    def body() -> None:
-        rt = current_runtime()
-        try:
-            first = run_in_task(backend, timeout_s=10)
-            asyncio.run(terminate(first))
-            time.sleep(0.3)  # the server has closed it; this thread's loop is idle meanwhile
-            outcome.extend([first, run_in_task(backend, timeout_s=10)])
-        except BaseException as exc:
-            outcome.append(exc)
-        finally:
-            close_runtime(rt)
-
-    thread = threading.Thread(target=body)
-    thread.start()
-    thread.join(timeout=30)
+    outcome = on_a_worker_thread(body)
     assert len(outcome) == 2, outcome
     assert outcome[0] != outcome[1]  # a new backend answered
 
@@ -141,25 +139,14 @@ def test_connections_a_task_opened_are_closed_while_its_thread_idles(
         finally:
             await conn.close()
 
-    outcome: list[object] = []
+    def body() -> list[object]:
+        pids = run_in_task(burst, timeout_s=10)
+        deadline = time.monotonic() + 5
+        while (left := asyncio.run(alive(pids))) and time.monotonic() < deadline:
+            time.sleep(0.2)  # this thread idles: no task runs on its runtime
+        return [pids, left]
 
-    def body() -> None:
-        rt = current_runtime()
-        try:
-            pids = run_in_task(burst, timeout_s=10)
-            outcome.append(pids)
-            deadline = time.monotonic() + 5
-            while (left := asyncio.run(alive(pids))) and time.monotonic() < deadline:
-                time.sleep(0.2)  # this thread idles: no task runs on its runtime
-            outcome.append(left)
-        except BaseException as exc:
-            outcome.append(exc)
-        finally:
-            close_runtime(rt)
-
-    thread = threading.Thread(target=body)
-    thread.start()
-    thread.join(timeout=30)
+    outcome = on_a_worker_thread(body)
     assert len(outcome) == 2, outcome
     opened, left = outcome
     assert isinstance(opened, set) and len(opened) == 3
