@@ -168,8 +168,8 @@ def check_answer(
     """The verdict on one model answer, with the measures it was decided on; ``language``, when
     given, is the language the answer must be in, ``passage_languages`` the languages of the
     articles the passages come from."""
-    asked = stems(question)
-    new = stems(answer) - asked
+    words = stems(answer)
+    new = words - stems(question)
     citations = sum(1 for n in citation_numbers(answer) if 1 <= n <= n_sources)
     scripts = {_script(p) for p in passages}
     cross_script = bool(scripts) and _script(answer) not in scripts
@@ -179,7 +179,7 @@ def check_answer(
     support = supported / len(new) if new else 0.0
 
     verdict: Verdict = "accepted"
-    if not stems(answer):
+    if not words:
         verdict = "empty"
     elif len(new) < MIN_NEW_WORDS:
         verdict = "restates_question"

@@ -90,8 +90,8 @@ async def test_eval_answers_runs_every_case_per_model_through_the_real_path(
     assert "0 cases (the first 0 of 3: the time budget ran out)" in render_markdown(cut, title="RAG answers (dev)")
 
 
-def test_scoring_of_one_answer() -> None:
-    case = load_answer_cases(_write(Path("/tmp") / f"one-{id(object())}.jsonl", CASES[:1]))[0]
+def test_scoring_of_one_answer(tmp_path: Path) -> None:
+    case = load_answer_cases(_write(tmp_path / "one.jsonl", CASES[:1]))[0]
     sources = [Source(article_id="f6b46697c4422f29", title="Object taint bypassing in DL and Fiddle in Ruby",
                       snippet="Tainted strings can be used by system calls regardless of the $SAFE level.", score=1)]
     outcome = AskOutcome(status=ResultStatus.ANSWERED, answer="Tainted strings reach system calls [1]. Nothing else [2].",
@@ -173,10 +173,10 @@ def test_the_command_names_a_bad_set_and_exits_2(tmp_path: Path, monkeypatch: py
     assert CliRunner().invoke(app, ["eval-answers", "--split", "all"]).exit_code == 2
 
 
-def test_the_answer_language_is_judged_over_the_cases_answered() -> None:
+def test_the_answer_language_is_judged_over_the_cases_answered(tmp_path: Path) -> None:
     # A no-answer case whose search found nothing has no answer text: no language to get wrong (the eighth
     # set's run counted it as a wrong language, 97.2% where every answer was in the asked one).
-    case = load_answer_cases(_write(Path("/tmp") / f"one-{id(object())}.jsonl", CASES[:1]))[0]
+    case = load_answer_cases(_write(tmp_path / "one.jsonl", CASES[:1]))[0]
     sources = [Source(article_id="f6b46697c4422f29", title="Fiddle", snippet="Tainted strings.", score=1)]
     answered = score_case(case, AskOutcome(status=ResultStatus.ANSWERED, answer="Tainted strings reach system calls [1].",
                                            answer_kind="llm", sources=sources, usage=Usage(), answer_language="en"),
