@@ -173,7 +173,9 @@ def test_the_command_names_a_bad_set_and_exits_2(tmp_path: Path, monkeypatch: py
         assert bad.exit_code == 2 and "bad.jsonl:1" in bad.output
         assert CliRunner().invoke(app, ["eval-answers", "--split", "all"]).exit_code == 2
     finally:
-        # The command cached settings read with that URL: a later test in this process got them.
+        # The command may have cached settings read with that URL: a later test in this process got them.
+        # The environment first, then the cache (the guard after each test reads settings again).
+        monkeypatch.undo()
         get_settings.cache_clear()
 
 
