@@ -15,7 +15,7 @@ from infra.corpus import ArticleRecord, read_corpus
 from infra.llm import create_llm_client
 from infra.messages.ask import AskOutcome
 from infra.results import Source, Usage
-from infra.settings import Settings, get_settings
+from infra.settings import Settings
 from infra.status import ResultStatus
 from infra.vectors import VectorStore
 from retrieval.answer_eval import ModelReport, answer_language, render_markdown, run_answer_eval, score_case
@@ -160,23 +160,21 @@ def test_a_bad_set_names_its_line(tmp_path: Path) -> None:
         load_answer_cases(tmp_path / "missing.jsonl")
 
 
-def test_the_command_names_a_bad_set_and_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_command_names_a_bad_set_and_exits_2(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from turnout.cli import app
 
+    # `settings` caches the suite's settings before the URL below is set: the command reads the cached ones, and
+    # no test after this one gets settings read with that URL (the suite's settings are read once, at first use).
     monkeypatch.setenv("TURNOUT_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached
-    try:
-        missing = CliRunner().invoke(app, ["eval-answers", "--file", str(tmp_path / "none.jsonl")])
-        assert missing.exit_code == 2 and "cannot read" in missing.output
-        bad = CliRunner().invoke(app, ["eval-answers", "--file", str(_write(tmp_path / "bad.jsonl", [{"id": 1}]))])
-        assert bad.exit_code == 2 and "bad.jsonl:1" in bad.output
-        assert CliRunner().invoke(app, ["eval-answers", "--split", "all"]).exit_code == 2
-    finally:
-        # The command may have cached settings read with that URL: a later test in this process got them.
-        # The environment first, then the cache (the guard after each test reads settings again).
-        monkeypatch.undo()
-        get_settings.cache_clear()
+    missing = CliRunner().invoke(app, ["eval-answers", "--file", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 2 and "cannot read" in missing.output
+    bad = CliRunner().invoke(app, ["eval-answers", "--file", str(_write(tmp_path / "bad.jsonl", [{"id": 1}]))])
+    assert bad.exit_code == 2 and "bad.jsonl:1" in bad.output
+    assert CliRunner().invoke(app, ["eval-answers", "--split", "all"]).exit_code == 2
 
 
 def test_the_answer_language_is_judged_over_the_cases_answered(tmp_path: Path) -> None:
