@@ -57,9 +57,9 @@ def _streamed_text(events: list[JobEvent]) -> str:
 
 
 async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(
-    ctx: RagContext, llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+    ctx: RagContext, llm: ScriptedLLM, own_counters: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
 ) -> None:
-    before = await metric_samples(db, redis_client, settings)
+    before = await metric_samples(db, redis_client, own_counters)
     job_id = await _job(ctx.pool)
     words = " ".join(f"Check {n}: the client reads the expiry date and renews the certificate thirty days before it "
                      "expires." for n in range(6))
@@ -76,7 +76,7 @@ async def test_model_tokens_stream_as_deltas_that_equal_the_final_answer(
     assert deltas[0].created_at < deltas[-1].created_at  # written while the model was still talking
     assert [e.id for e in events] == sorted(e.id for e in events)
     # The streamed call is counted like the plain one (issue 24 item 2): the 500, the retry, the success.
-    after = await metric_samples(db, redis_client, settings)
+    after = await metric_samples(db, redis_client, own_counters)
     assert delta(before, after, "turnout_llm_call_outcomes_total", kind="answer", outcome="5xx") == 1
     assert delta(before, after, "turnout_llm_call_outcomes_total", kind="answer", outcome="ok") == 1
     assert delta(before, after, "turnout_llm_retries_total", kind="answer") == 1

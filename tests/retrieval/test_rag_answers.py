@@ -99,9 +99,9 @@ async def test_the_answer_length_cap_is_the_setting(ctx: RagContext, llm: Script
 
 
 async def test_a_non_answer_is_asked_again_strictly_then_replaced_by_the_extractive_answer(
-    ctx: RagContext, llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+    ctx: RagContext, llm: ScriptedLLM, own_counters: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
 ) -> None:
-    before = await metric_samples(db, redis_client, settings)
+    before = await metric_samples(db, redis_client, own_counters)
     asks_back = Text("Sure, I can help you with that. Please provide the question you would like answered.")
     llm.script(asks_back, Text("Feed the sourdough starter daily with equal weights of rye flour and water [1]."))
     retried = await answer_question(ctx, question=QUESTION, language="en", answer_language="en", scope=None)
@@ -117,7 +117,7 @@ async def test_a_non_answer_is_asked_again_strictly_then_replaced_by_the_extract
     assert replaced.answer.startswith("Extractive answer") and "not an answer" in (replaced.message or "")
     assert replaced.usage.llm_calls == 2
 
-    after = await metric_samples(db, redis_client, settings)
+    after = await metric_samples(db, redis_client, own_counters)
     checks = {(a, v): delta(before, after, "turnout_answer_checks_total", attempt=a, verdict=v)
               for a, v in (("first", "empty"), ("strict", "accepted"), ("strict", "restates_question"))}
     # The ask-back is nothing but filler words ("sure", "help", "please", "provide"): empty of content.
@@ -127,9 +127,9 @@ async def test_a_non_answer_is_asked_again_strictly_then_replaced_by_the_extract
 
 
 async def test_a_reply_in_another_language_is_asked_again_in_the_asked_one(
-    ctx: RagContext, llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+    ctx: RagContext, llm: ScriptedLLM, own_counters: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
 ) -> None:
-    before = await metric_samples(db, redis_client, settings)
+    before = await metric_samples(db, redis_client, own_counters)
     english = Text("Feed the sourdough starter every day with equal weights of rye flour and water [1].")
     russian = Text("Закваску кормят каждый день равными весами ржаной муки и воды (rye flour and water) [1].")
     llm.script(english, russian)
@@ -143,7 +143,7 @@ async def test_a_reply_in_another_language_is_asked_again_in_the_asked_one(
     llm.script(english, english)  # still English after the reminder: not the answer that was asked for
     replaced = await answer_question(ctx, question=QUESTION, language="en", answer_language="ru", scope=None)
     assert replaced.answer_kind == "extractive" and "wrong_language" in (replaced.message or "")
-    after = await metric_samples(db, redis_client, settings)
+    after = await metric_samples(db, redis_client, own_counters)
     assert delta(before, after, "turnout_answer_checks_total", attempt="first", verdict="wrong_language") == 2
     assert delta(before, after, "turnout_answer_checks_total", attempt="strict", verdict="wrong_language") == 1
 

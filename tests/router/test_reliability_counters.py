@@ -40,10 +40,11 @@ def _delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
 
 
 async def test_llm_outcomes_retries_and_fallbacks_are_counted(
-    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+    llm: ScriptedLLM, settings: Settings, own_counters: Settings, db: asyncpg.Pool,
+    redis_client: aioredis.Redis
 ) -> None:
     one_retry = settings.model_copy(update={"llm_max_retries": 1})
-    before = await _samples(db, redis_client, settings)
+    before = await _samples(db, redis_client, own_counters)
 
     llm.script(HttpError(500, "down"), HttpError(500, "down"))  # both attempts fail: the fallback routes
     first = await route_question(make_deps(one_retry, db, None), RouteRequest("Ruby", today=TODAY))
@@ -56,7 +57,7 @@ async def test_llm_outcomes_retries_and_fallbacks_are_counted(
                                   RouteRequest("Ruby", today=TODAY))
     assert [r.routed_by for r in (first, second, third, fourth)] == ["fallback", "llm", "fallback", "fallback"]
 
-    after = await _samples(db, redis_client, settings)
+    after = await _samples(db, redis_client, own_counters)
     outcomes = {o: _delta(before, after, "turnout_llm_call_outcomes_total", kind="route", outcome=o)
                 for o in ("ok", "429", "5xx", "timeout", "rejected")}
     assert outcomes == {"ok": 1, "429": 1, "5xx": 2, "timeout": 2, "rejected": 1}, outcomes
@@ -64,20 +65,21 @@ async def test_llm_outcomes_retries_and_fallbacks_are_counted(
     assert _delta(before, after, "turnout_router_fallbacks_total", reason="llm_unavailable") == 2
     assert _delta(before, after, "turnout_router_fallbacks_total", reason="llm_rejected") == 1
 
-    summary = reliability_summary(await gather_ops(db, redis_client, settings))
+    summary = reliability_summary(await gather_ops(db, redis_client, own_counters))
     assert summary.llm_calls["route"]["5xx"] >= 2 and summary.fallbacks["llm_rejected"] >= 1
 
 
 async def test_every_rate_limiter_give_up_is_counted(
-    llm: ScriptedLLM, settings: Settings, db: asyncpg.Pool, redis_client: aioredis.Redis
+    llm: ScriptedLLM, settings: Settings, own_counters: Settings, db: asyncpg.Pool,
+    redis_client: aioredis.Redis
 ) -> None:
     limited = with_limits(settings, llm_requests_per_minute=1, job_deadline_s=1.0)
-    before = await _samples(db, redis_client, settings)
+    before = await _samples(db, redis_client, own_counters)
     for n in range(3):
         limiter = LLMRateLimiter.from_settings(limited, bucket=f"give-up-{n}-{time.monotonic_ns()}")
         assert await limiter.try_acquire(10) is None  # the minute's only request is gone
         with pytest.raises(RoutingFailed):
             await route_question(make_deps(limited, db, None, rate_limiter=limiter), RouteRequest("Ruby", today=TODAY))
-    after = await _samples(db, redis_client, settings)
+    after = await _samples(db, redis_client, own_counters)
     assert _delta(before, after, "turnout_rate_limiter_outcomes_total", outcome="gave_up") == 3
     assert llm.chat_requests == []
