@@ -38,8 +38,16 @@ from router.intent import (
     small_talk,
     without_injection,
 )
-from router.question_reading import ASK_WORDS, INTERROGATIVES, QuestionReading, keywords, read_question
+from router.question_reading import (
+    ASK_WORDS,
+    INTERROGATIVES,
+    QuestionReading,
+    closing_period_question,
+    keywords,
+    read_question,
+)
 from router.reader import COLLECTION_NOUN
+from router.reader import words_pattern as _r
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
 
@@ -92,6 +100,11 @@ def fallback_decision(
         arguments = {"question": text, "language": reading.language, "answerLanguage": reading.answer}
         return FallbackDecision(ASK, _present(arguments), reason, reading)
 
+    closing = closing_period_question(text, today)
+    if closing is not None and not _NAME.search(text[: text.rindex(closing)]):
+        # "ich war im Urlaub …: was kam in den letzten 10 Tagen raus?": the opening is about the asker
+        return FallbackDecision(SEARCH, _present(dict(filters)), "a closing question about what a period holds, "
+                                "no topic", reading)
     later = request_clause(rest)
     if later is not None:  # a conversational opening: the request's form and topic are in the later clause
         earlier = rest[: len(rest) - len(later)]
@@ -125,7 +138,13 @@ def fallback_decision(
         return search("a question asking for a list of articles")
     if ASK_VERB.search(rest) and (ARTICLES_PHRASE.search(rest) or dates is not None or ask_clause):
         return combined(rest, "a request to answer over the articles found")
+    if _asks_for_the_articles(text, rest):
+        return search("the articles named in a question with no verb: a request for their list")
     if QUESTION_FORM.search(rest) or ASK_CUE.search(rest):
+        if dates is not None and keywords(rest, drop=ASK_WORDS | INTERROGATIVES) is None:
+            # "что было на прошлой неделе?", "на прошлой неделе что-нибудь публиковали?": no topic to answer
+            # about, so what the period holds is asked: its list
+            return search("a question about what a period holds, no topic")
         if dates is not None:  # the answer is scoped to the period: search it first
             return combined(rest, "a question about a period of the articles")
         return ask("a question about the articles' content")
@@ -145,6 +164,29 @@ def _names_the_articles(text: str) -> bool:
     pls") or a topic alone ("CVE-2020-10933"): a noun phrase is a request for the list. Measured on the
     tuned cases no other form reads: 187 of 190 such labels are a list, where a small model answered 16."""
     return "?" not in text and (COLLECTION_NOUN.search(text) is not None or len(_WORDS.findall(text)) <= 4)
+
+
+# The words a question is built with: interrogatives and the verbs of asking ("is there", "gibt es", "есть ли").
+_QUESTION_WORDS = frozenset(
+    """
+    what which how why when where who whose whom is are was were do does did can could will would should has have had
+    might must shall welche welcher welches welchen wie warum wieso wann wo wer ist sind war waren gibt gab
+    hat haben hatte kann können wird werden wurde wurden soll sollte что какие какой какая каких как почему зачем
+    когда где кто есть ли был была было были будет можно чем чём
+    """.split()
+)
+_RU_PAST = _r(r"(?<!\w)[а-яё]{3,}(?:ли|ла|ло)(?!\w)")  # a Russian verb in the past: "что-нибудь писали о …?"
+_ANYTHING = _r(r"^\W*(?:any|anything|something|что-нибудь|что-то|irgendwas|irgendwelche|etwas)(?!\w)")
+
+
+def _asks_for_the_articles(text: str, rest: str) -> bool:
+    """ "newest posts about Ruby 3.4?", "… 2025 - any ruby 4.0 previews?": a question with no verb that names
+    the articles or asks for any: their list is asked (on the tuned cases, 13 of 13 such labels are a list)."""
+    if not text.rstrip().endswith("?") or ASK_VERB.search(rest) or QUESTION_FORM.search(rest):
+        return False
+    if {w.casefold().strip("'") for w in _WORDS.findall(rest)} & _QUESTION_WORDS or _RU_PAST.search(rest):
+        return False  # read without the period: "May" is a month there, not a verb
+    return COLLECTION_NOUN.search(text) is not None or _ANYTHING.search(rest) is not None
 
 
 def _produced(rest: str) -> tuple[str, str, str] | None:

@@ -159,6 +159,10 @@ SEARCH_VERB = _r(
     # sorting a set is listing it; "I'm looking for …" asks for a list
     r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
     r"|i'?m\s+looking\s+for|i\s+am\s+looking\s+for|я\s+ищу|ich\s+suche)\b"
+    # taking the articles to read them: "take the oldest posts about …", "возьми самые ранние статьи …"
+    r"|^" + POLITE + r"(?:take|возьми|возьмите|бери|берите|nimm|nehmt)\s+(?=(?:the|all|these|those|every|each"
+    r"|самы\w*|все|эти|стат\w*|пост\w*|новост\w*|последн\w*|свеж\w*|стар\w*|ранн\w*|перв\w*"
+    r"|die|den|das|alle|einen|eine|ersten|allerersten|neuesten|ältesten)\b)"
     # asking to be given them: "Can I get the year-end letters?", "Можно посмотреть статьи про …?"
     r"|^(?:can|could|may)\s+i\s+(?:please\s+)?(?:get|have|see)\s+(?:a\s+list\s+of\s+)?(?:the|all|any|some)\b"
     r"|^можно\s+(?:мне\s+)?(?:посмотреть|увидеть|получить)\b"

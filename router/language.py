@@ -17,7 +17,8 @@ _FUNCTION_WORDS: dict[Language, frozenset[str]] = {
         "ist sind was wie warum wann wer welche welcher welches gibt es der die das den dem des und oder "
         "nicht ein eine einen über zu zum zur mir mich ich du sie wir im seit letzten letzte letztes "
         "diesem dieses jahr monat zeige zeig finde suche liste erkläre artikel auf deutsch hallo danke "
-        "bitte mit für von aus bei nach neu neue neues wurde werden hat haben kann".split()
+        "bitte mit für von aus bei nach neu neue neues wurde werden hat haben kann gab gabs an am vor zwei drei "
+        "tagen wochen monaten jahren woche tage heute gestern".split()
     ),
     "en": frozenset(
         "is are was were what how why when who which does do did the a an and or not of to in on for "

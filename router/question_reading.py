@@ -16,7 +16,7 @@ from typing import Any
 
 from infra.messages.ask import PublishedPeriod
 from infra.results import Language, LanguageFilter
-from router.intent import ASK_CLAUSE, BRIEF_ANSWER, strip_greeting
+from router.intent import ASK_CLAUSE, BRIEF_ANSWER, LISTING_QUESTION, OFF_TOPIC, QUESTION_FORM, strip_greeting
 from router.language import written_language
 from router.material_language import material_language
 from router.reader import (
@@ -29,7 +29,7 @@ from router.reader import (
 )
 
 __all__ = [
-    "ASK_WORDS", "INTERROGATIVES", "QuestionReading", "keywords", "published_period", "question_period", "read_question",
+    "ASK_WORDS", "INTERROGATIVES", "QuestionReading", "closing_period_question", "keywords", "published_period", "question_period", "read_question",
     "retrieval_text",
 ]
 
@@ -37,7 +37,9 @@ __all__ = [
 _PUBLICATION_VERB = re.compile(
     r"(?:publish\w*|posted|came|опубликова\w*|публиковал\w*|вышл[аои]?|выходил\w*|вышедш\w*|появил\w*"
     r"|veröffentlich\w*|erschien\w*|erschein\w*|kam|kamen)", re.I | re.U)
-_OLDEST = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|\b(?:älteste\w*|früheste\w*)", re.I | re.U)  # order words, not topic
+# Order words, not topic ("die allerersten Beiträge", "die neuesten Beiträge", "новейшие статьи").
+_ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|\b(?:aller)?(?:älteste\w*|früheste\w*"
+                         r"|neueste\w*|aktuellste\w*)|\ballererst\w*", re.I | re.U)
 _STOPWORDS = frozenset(
     """
     find show me list search for about on the a an all some please in from of
@@ -57,6 +59,7 @@ _STOPWORDS = frozenset(
     erschienen erschienenen erschienene вышедшие вышедших опубликованные опубликованных veröffentlichten veröffentlichte
     got hast habt haben findet sich имеются имеется найдется найдётся у вас тебя
     thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte wurde wurden всё and out
+    take возьми возьмите бери nimm nehmt nach suchen irgendwas irgendwelche поиск new нового новенького neues
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
@@ -77,13 +80,33 @@ _ORPHAN_POSSESSIVE = re.compile(r"(?:(?<=\s)|^)['’]s\b")
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     """The topic words of ``text``: without the request and collection words (None: nothing left)."""
     words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", text))]
-    kept = [
-        w for w in words
-        if w and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _OLDEST.fullmatch(w)
-        and not COLLECTION_NOUN.fullmatch(w)  # "посты", "Meldungen", "stories": the collection, in any form
-        and not _PUBLICATION_VERB.fullmatch(w)
-    ]
+
+    def topical(w: str) -> bool:
+        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _ORDER_WORD.fullmatch(w) \
+            and not COLLECTION_NOUN.fullmatch(w) and not _PUBLICATION_VERB.fullmatch(w)  # "посты", "stories"
+
+    # A clitic "s" goes with the word it was split from: "gab's", "what's" are dropped whole; "Let's" stays.
+    kept = [w for i, w in enumerate(words)
+            if topical(w) and not (w.casefold() == "s" and i > 0 and not topical(words[i - 1]))]
     return " ".join(kept) or None
+
+
+_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*|\s+[—–]\s+")
+
+
+def closing_period_question(text: str, today: date) -> str | None:
+    """The message's last clause when it is a question about a period with no topic of its own and
+    something opens the message before it ("Ich war zwei Wochen im Urlaub und will aufholen: was kam in
+    den letzten 10 Tagen raus?"): what the collection holds then is asked (None: no such clause)."""
+    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    if len(clauses) < 2 or OFF_TOPIC.search(clauses[-1]):
+        return None
+    last = clauses[-1].strip(" ,")
+    if not (QUESTION_FORM.search(last) or LISTING_QUESTION.search(last)):
+        return None
+    reading = read_question(last, today)
+    no_topic = keywords(reading.rest, drop=ASK_WORDS | INTERROGATIVES) is None
+    return last if reading.dates is not None and no_topic else None
 
 
 @dataclass(frozen=True)

@@ -190,6 +190,16 @@ def _month(tokens: list[Token], i: int, today: date) -> Anchor | None:
     return anchor
 
 
+def _weekday(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    """ "Monday", "пятницу", "Freitag": the latest such day up to today -- a day only after an operator
+    ("since Monday", "с понедельника", "seit Montag") or a relative ("last Friday", `_relative`)."""
+    weekday = lx.WEEKDAYS.get(fold_at(tokens, i))
+    if weekday is None:
+        return None
+    day = today - timedelta(days=(today.weekday() - weekday) % 7)
+    return Anchor(i, i + 1, day, day, "bare-weekday", year_given=False)
+
+
 def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
     first = lx.SEASONS.get(fold_at(tokens, i))
     if first is None:
@@ -531,6 +541,14 @@ def _relative(tokens: list[Token], i: int, today: date) -> Anchor | None:
         return None  # "the last quarter of 2025": that year's final part (`_nth_part_of_year`)
     if unit is not None:
         return _unit_offset(i, unit[1], unit[0], offset, today)
+    weekday = lx.WEEKDAYS.get(fold_at(tokens, j + 1))
+    if weekday is not None:
+        if offset == 0:  # "this Friday": this week's
+            day = today + timedelta(days=weekday - today.weekday())
+        else:  # "last Friday": the latest before today; "next Friday": the first after it
+            back = (today.weekday() - weekday) % 7 or 7
+            day = today - timedelta(days=back) if offset < 0 else today + timedelta(days=7 - back or 7)
+        return Anchor(i, j + 2, day, day, "relative")
     named = _season(tokens, j + 1, today) or _month(tokens, j + 1, today)
     if named is None or named.year_given or named.refit is None:
         return None
@@ -556,7 +574,7 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
 
 
 _PARSERS = (_iso, _dotted, _ago, _edge, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month,
-            _season, _decade, _year)
+            _weekday, _season, _decade, _year)
 
 
 def anchor_at(tokens: list[Token], i: int, today: date) -> Anchor | None:

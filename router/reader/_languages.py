@@ -24,7 +24,8 @@ from router.reader._spelling import inner_edits
 _ALL_LANGUAGES = _r(
     r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
     r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
-    r"|\bmultilingual\b"
+    r"|\bmultilingual\b|\bcross-?(?:language|lingual)\b|\bmehrsprachig\w*|\bsprachübergreifend\w*|(?<!\w)многоязычн\w*"
+    r"|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"
     r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|любых|любом)\s+язык\w*"
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
     r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"

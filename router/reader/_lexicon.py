@@ -96,6 +96,19 @@ _DAYS_BACK = {
 }
 
 
+# The days of the week (Monday 0), in the forms a period phrase puts them: "since Monday", "с понедельника",
+# "в прошлую пятницу", "seit Montag", "letzten Freitag".
+WEEKDAYS: dict[str, int] = {
+    **dict.fromkeys(("monday", "понедельник", "понедельника", "понедельнику", "понедельником", "montag", "montags"), 0),
+    **dict.fromkeys(("tuesday", "вторник", "вторника", "вторнику", "вторником", "dienstag", "dienstags"), 1),
+    **dict.fromkeys(("wednesday", "среда", "среду", "среды", "средой", "mittwoch", "mittwochs"), 2),
+    **dict.fromkeys(("thursday", "четверг", "четверга", "четвергу", "четвергом", "donnerstag", "donnerstags"), 3),
+    **dict.fromkeys(("friday", "пятница", "пятницу", "пятницы", "пятницей", "freitag", "freitags"), 4),
+    **dict.fromkeys(("saturday", "суббота", "субботу", "субботы", "субботой", "samstag", "samstags", "sonnabend"), 5),
+    **dict.fromkeys(("sunday", "воскресенье", "воскресенья", "воскресеньем", "sonntag", "sonntags"), 6),
+}
+
+
 def days_back(tokens: list[Token], i: int) -> tuple[int, int] | None:
     """ "yesterday", "позавчерашние", "the day before yesterday": days before today, and the index after."""
     words = [t.fold for t in tokens[i:i + 4]]

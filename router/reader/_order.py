@@ -57,14 +57,15 @@ _PUBLICATION_ORDER = _r(
 # Russian "старые/ранние" are an order only as the articles' attribute or with "самые/сначала": "поддержка
 # старых веток", "в ранних версиях" name the topic (the superlative "старейшие" is always an order).
 _OLDEST = _r(
-    r"\b(?:oldest|earliest)\b|\bстарейш\w*|\b(?:älteste\w*|früheste\w*)"
+    r"\b(?:oldest|earliest)\b|\bстарейш\w*|\b(?:aller)?(?:älteste\w*|früheste\w*)"
     r"|(?<!\w)(?:самые|самых|самого|сначала|вначале)\s+(?:стар|ранн)\w*"
     r"|(?<!\w)(?:стар|ранн)(?:ые|ых|ие|их|ее|ей)\s+(?:\w+\s+)?(?:стат|пост|публикац|новост|запис|материал|сообщени)\w*"
     r"|(?<!\w)(?:стар|ранн)(?:ые|ых|ие|их)\s+(?:сверху|вверху|вперёд|вперед|первыми|наверху|в\s+начале)(?!\w)"
     r"|(?:отсортир|сортир|упорядоч|по\s+дате)\w*(?:\s+\S+){0,4}?\s+(?:стар|ранн)\w*"
-    r"|\bfirst\s+(?:articles|posts)\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\berste[n]?\s+(?:artikel|beiträge)"
+    r"|\bfirst\s+(?:articles|posts)\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\b(?:aller)?erste[n]?\s+(?:artikel|beiträge)"
 )
-_NEWEST = _r(r"\b(?:newest|latest|most recent)\b|\bнов\w+|\bсвеж\w+|\b(?:neueste\w*|aktuellste\w*)")
+# German intensifies a superlative with "aller-": "die allerersten Beiträge", "die allerneuesten".
+_NEWEST = _r(r"\b(?:newest|latest|most recent)\b|\bнов\w+|\bсвеж\w+|\b(?:aller)?(?:neueste\w*|aktuellste\w*)")
 
 
 @dataclass(frozen=True)

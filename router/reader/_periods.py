@@ -226,7 +226,10 @@ def _ranged_tail(tokens: list[Token], a: Anchor, today: date) -> PhraseRead | No
 def _open_ended(tokens: list[Token], read: PhraseRead) -> PhraseRead:
     """ "from 2019 on", "2019 and later", "2015 und früher": the period runs on / from the start."""
     one, two = fold_at(tokens, read.next), fold_at(tokens, read.next + 1)
-    if one in _ON:
+    # German "an" closes an open end only after "von"/"ab" ("von 2019 an"); else it opens what follows
+    # ("Was gab's vor zwei Monaten an Ruby-Releases?": which releases there were then)
+    opened = {fold_at(tokens, read.first), fold_at(tokens, read.first - 1) if read.first else None}
+    if one in _ON and (one != "an" or opened & {"von", "ab"}):
         return PhraseRead(read.first, read.next + 1, read.date_from, None, read.anchor, "since")
     if one in ("and", "or", "и", "или", "und", "oder") and two in _LATER:
         return PhraseRead(read.first, read.next + 2, read.date_from, None, read.anchor, "since")

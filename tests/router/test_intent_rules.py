@@ -394,7 +394,7 @@ def test_questions_read_by_their_form_with_both_languages(question: str, tool: s
     ("поищи на всех языках и объясни, что за уязвимость CVE-2025-25186", "SearchAndAskArticles",
      "уязвимость CVE-2025-25186"),
     ("Gab es in den vergangenen 45 Tagen was Neues zur Überwachung von Zertifikaten? Erklär kurz",
-     "SearchAndAskArticles", "Neues Überwachung Zertifikaten"),
+     "SearchAndAskArticles", "Überwachung Zertifikaten"),  # "was Neues": what a period holds, no topic
 ])
 def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
     decision = fallback_decision(question, date(2026, 10, 1))
