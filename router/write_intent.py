@@ -127,8 +127,8 @@ _READ_VERB = _r(
     r"|go|bring|dig|sort|order|arrange|filter|rank|count|compare|summari[sz]e|explain|describe|tell|recap|review"
     r"|analy[sz]e|quote|cite|name|recommend|suggest|pick|select|choose|highlight|send|email|share|help|collect"
     r"|gather|compile|return|retrieve|locate|track|identify|extract|match|let|walk|catch|point|print|output"
-    r"|retell|paraphrase|recount|erzähl|erzähle|schildere"
-    r"|найди|покажи|выведи|дай|подбери|поищи|перечисли|назови|расскажи|объясни|опиши|сравни|перескажи|обобщи"
+    r"|retell|paraphrase|recount|erzähl|erzähle|schildere|take"
+    r"|возьми|возьмите|бери|берите|найди|покажи|выведи|дай|подбери|поищи|перечисли|назови|расскажи|объясни|опиши|сравни|перескажи|обобщи"
     r"|резюмируй|открой|прочитай|прочти|посмотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
     r"|подскажи|порекомендуй|отфильтруй|процитируй|приведи|напомни|помоги|подкинь|скинь|пришли|отправь|кинь"
     r"|найдите|покажите|выведите|дайте|расскажите|объясните|подскажите|пришлите"
@@ -348,7 +348,17 @@ def write_intent(text: str) -> str | None:
             return clause  # "Setz den Beitrag Impressum auf versteckt", "mark post 12 as hidden"
         if has_object and _GERMAN_INFINITIVE.search(clause) and not QUESTION_WORD.match(clause):
             return clause
+        if has_object and _TAKE_AWAY.search(clause):
+            return clause  # "Take down the post about …", "Nimm den Beitrag über … offline"
     return None
+
+
+# "Take" reads ("take the oldest posts about YAML and explain …", "возьми самые ранние статьи …"), but
+# taken away it changes the collection: "take down", "take … offline", "nimm … raus / vom Netz".
+_TAKE_AWAY = _r(
+    r"^" + POLITE + r"(?:take|nimm|nehmt)\b(?:\s+(?!(?:and|und|then|dann)\b)\S+){0,8}?"
+    r"\s+(?:down|offline|off-line|off|raus|heraus|vom\s+netz)\b"
+)
 
 
 QUESTION_WORD = _r(r"^(?:how|why|what|when|where|which|who|как|почему|зачем|что|когда|где|wie|warum|was|wann|wo)\b")

@@ -160,7 +160,24 @@ async def test_a_follow_up_is_never_refused_by_the_vote() -> None:
     # a given text to translate
     ("Translate into German: we have paused the nightly builds", "task"),
     ("переведи на немецкий: «Сборки временно приостановлены»", "task"),
+    # code said by the thing it is ("a quick bash script") or by the language it is written in
+    ("write a quick bash script that rotates my nginx logs", "task"),
+    ("напиши на баше цикл, который переименует файлы", "task"),
+    ("Schreib auf Ruby einen Sortieralgorithmus für Listen", "task"),
+    # a file given with the message: Turnout reads its articles only
+    ("Summarize the attached PDF about OCSP", "task"),
+    ("Переведи прикреплённый документ на немецкий", "task"),
+    ("Fass bitte die Datei im Anhang zusammen", "task"),
+    # sending elsewhere: no tool sends anything
+    ("Email me the list of OCSP posts", "unknown_tool"),
+    ("Скинь в телеграм статьи про YJIT", "unknown_tool"),
+    ("Schick die Beiträge über Certbot an meine Kollegen", "unknown_tool"),
     # their real twins: reading the collection
+    ("Write a quick overview of the code signing posts", None),
+    ("Напиши на английском, что такое ACME", None),
+    ("find posts about certificates attached to ACME orders", None),
+    ("send me the posts about YJIT", None), ("пришли статьи про YJIT", None),
+    ("How do I send email from a Ruby app?", None),
     ("Write a short summary of the posts about the new Ruby methods", None),
     ("Напиши, какие методы добавили в Ruby 3.4", None),
     ("Переведи мне на человеческий: что такое OCSP stapling?", None),

@@ -121,3 +121,17 @@ def test_an_adjective_a_preposition_or_a_later_reading_verb_is_no_write(question
 @pytest.mark.parametrize("question", ["скрой из выдачи все новости 2013 года", "удали из ленты все посты про Ruby 1.8"])
 def test_a_verb_of_change_reaches_its_object_past_where_from(question: str) -> None:
     assert write_intent(question) is not None, question
+
+
+@pytest.mark.parametrize(("question", "writes"), [
+    # taking the articles reads them
+    ("Take the earliest posts on Bundler and explain what went wrong", False),
+    ("Возьми последние статьи про OCSP и объясни, что изменилось", False),
+    ("Nimm die neuesten Beiträge zu Certbot und fasse sie zusammen", False),
+    # taken away, they change
+    ("Take down every post about Ruby 1.8", True),
+    ("please take the Certbot article offline", True),
+    ("Nimm den Artikel über Ruby 1.9 bitte raus", True),
+])
+def test_taking_the_articles_reads_them_and_taking_them_down_changes_them(question: str, writes: bool) -> None:
+    assert (write_intent(question) is not None) is writes, question
