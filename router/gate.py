@@ -238,8 +238,8 @@ _GIVEN_FILE = _r(
 )
 # Sending somewhere else than this answer: by mail or a messenger, or to other people ("отправь мне на почту",
 # "Schick den Link per Slack an mein Team", "email me the posts"). No tool sends anything.
-_SEND_VERB = (r"(?:send|e-?mail|mail|forward|share|deliver|отправ\w*|пришли\w*|перешли\w*|скинь|кинь|разошли\w*"
-              r"|schick\w*|sende\w*|leite\w*|teile?|verschick\w*|mail\w*)")
+_SEND_VERB = (r"(?:send|e-?mail|mail|forward|deliver|отправ\w*|пришли\w*|перешли\w*|скинь|кинь|разошли\w*"
+              r"|schick\w*|sende\w*|leite\w*|verschick\w*|mail\w*)")
 _CHANNEL = (r"(?:e-?mail|mail|inbox|slack|telegram|whatsapp|signal|sms|teams|discord|мейл|имейл|почт\w*|мыло|телеграм\w*"
             r"|слак\w*|смс|ватсап\w*|вотсап\w*)")
 _ELSEWHERE = _r(
