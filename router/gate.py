@@ -242,15 +242,15 @@ _SEND_VERB = (r"(?:send|e-?mail|mail|forward|deliver|отправ\w*|пришл�
               r"|schick\w*|sende\w*|leite\w*|verschick\w*|mail\w*)")
 _CHANNEL = (r"(?:e-?mail|mail|inbox|slack|telegram|whatsapp|signal|sms|teams|discord|мейл|имейл|почт\w*|мыло|телеграм\w*"
             r"|слак\w*|смс|ватсап\w*|вотсап\w*)")
-_ELSEWHERE = _r(
-    r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+(?:by|via|per|over|through|to|in|into|on|на|по|в|через|über|an"
-    r"|auf|in)\s+(?:my\s+|our\s+|the\s+|мою\s+|мой\s+|meine\w*\s+|unser\w*\s+|den\s+|die\s+)?" + _CHANNEL + r"\b"
-    r"|^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+(?:to|an)\s+(?:my|our|mein\w*|unser\w*)\s+"
-    r"(?:team|boss|colleagues?|coworkers?|manager|friends?|chef|kolleg\w*|freund\w*)\b"
-    r"|^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+(?:моей|нашей|своей)\s+команде|^" + POLITE + _SEND_VERB
-    + r"\b(?:\s+\S+){0,10}?\s+(?:коллег\w*|начальник\w*|шеф\w*|друз\w*)"
-    r"|^" + POLITE + r"(?:e-?mail|mail)\s+(?:me|us|it|them|the|this|those)\b"
+# Where to: a channel ("by mail", "на почту", "per Slack") or other people ("to my team", "коллеге", "an meine Kollegen").
+_DESTINATION = (
+    r"(?:(?:by|via|per|over|through|to|in|into|on|на|по|в|через|über|an|auf)\s+(?:my\s+|our\s+|the\s+|мою\s+|мой\s+"
+    r"|meine\w*\s+|unser\w*\s+|den\s+|die\s+)?" + _CHANNEL + r"\b"
+    r"|(?:to|an)\s+(?:my|our|mein\w*|unser\w*)\s+(?:team|boss|colleagues?|coworkers?|manager|friends?|chef|kolleg\w*"
+    r"|freund\w*)\b|(?:моей|нашей|своей)\s+команде|(?:коллег|начальник|шеф|друз)\w*)"
 )
+_ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTINATION
+                + r"|^" + POLITE + r"(?:e-?mail|mail)\s+(?:me|us|it|them|the|this|those)\b")
 
 
 def sends_elsewhere(text: str) -> str | None:
