@@ -210,7 +210,8 @@ _MAKING_TASK = _r(
     r"^" + POLITE + _WRITE_CODE_VERB + r"\s+"
     r"(?:(?:me|us|мне|нам|mir|uns)\s+)?(?:(?:на|in|auf)\s+[\w#+.-]+\s+)?"
     # up to three words before the thing: articles, adjectives, its language ("a quick bash script", "eine
-    # kleine Python-Funktion"); never a preposition, which makes the thing another noun's ("a summary *of* the code posts")
+    # kleine Python-Funktion"); never a preposition, which makes the thing another noun's ("a summary *of*
+    # the code posts")
     r"(?:(?:(?!" + _NOT_BEFORE_THING + r"\b)[\w#+.]+(?:-|\s+))){0,3}" + _MADE_THING
     + r"\b(?!\s*(?:reviews?|ревью))"
     # or what to write is said by the programming language to write it in: "напиши на руби сортировку пузырьком"
@@ -240,9 +241,10 @@ _GIVEN_FILE = _r(
 # "Schick den Link per Slack an mein Team", "email me the posts"). No tool sends anything.
 _SEND_VERB = (r"(?:send|e-?mail|mail|forward|deliver|отправ\w*|пришли\w*|перешли\w*|скинь|кинь|разошли\w*"
               r"|schick\w*|sende\w*|leite\w*|verschick\w*|mail\w*)")
-_CHANNEL = (r"(?:e-?mail|mail|inbox|slack|telegram|whatsapp|signal|sms|teams|discord|мейл|имейл|почт\w*|мыло|телеграм\w*"
-            r"|слак\w*|смс|ватсап\w*|вотсап\w*)")
-# Where to: a channel ("by mail", "на почту", "per Slack") or other people ("to my team", "коллеге", "an meine Kollegen").
+_CHANNEL = (r"(?:e-?mail|mail|inbox|slack|telegram|whatsapp|signal|sms|teams|discord|мейл|имейл|почт\w*|мыло"
+            r"|телеграм\w*|слак\w*|смс|ватсап\w*|вотсап\w*)")
+# Where to: a channel ("by mail", "на почту", "per Slack") or other people ("to my team", "коллеге",
+# "an meine Kollegen").
 _DESTINATION = (
     r"(?:(?:by|via|per|over|through|to|in|into|on|на|по|в|через|über|an|auf)\s+(?:my\s+|our\s+|the\s+|мою\s+|мой\s+"
     r"|meine\w*\s+|unser\w*\s+|den\s+|die\s+)?" + _CHANNEL + r"\b"

@@ -29,8 +29,8 @@ from router.reader import (
 )
 
 __all__ = [
-    "ASK_WORDS", "INTERROGATIVES", "QuestionReading", "closing_period_question", "keywords", "published_period", "question_period", "read_question",
-    "retrieval_text",
+    "ASK_WORDS", "INTERROGATIVES", "QuestionReading", "closing_period_question", "keywords", "published_period",
+    "question_period", "read_question", "retrieval_text",
 ]
 
 # Verbs of publication say when, not what: "what was published/вышло/erschienen", "kamen … raus".
@@ -82,8 +82,9 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", text))]
 
     def topical(w: str) -> bool:
-        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop and not _ORDER_WORD.fullmatch(w) \
-            and not COLLECTION_NOUN.fullmatch(w) and not _PUBLICATION_VERB.fullmatch(w)  # "посты", "stories"
+        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
+            and not _ORDER_WORD.fullmatch(w) and not COLLECTION_NOUN.fullmatch(w) \
+            and not _PUBLICATION_VERB.fullmatch(w)  # "посты", "Meldungen": the collection, in any form
 
     # A clitic "s" goes with the word it was split from: "gab's", "what's" are dropped whole; "Let's" stays.
     kept = [w for i, w in enumerate(words)
