@@ -252,11 +252,18 @@ _DESTINATION = (
     r"|freund\w*)\b|(?:моей|нашей|своей)\s+команде|(?:коллег|начальник|шеф|друз)\w*)"
 )
 _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTINATION
-                + r"|^" + POLITE + r"(?:e-?mail|mail)\s+(?:me|us|it|them|the|this|those)\b")
+                + r"|^" + POLITE + r"(?:e-?mail|mail)\s+(?:me|us|it|them|the|this|those)\b"
+                # other actions in the world: subscribing or notifying the user later, booking or buying
+                + r"|^" + POLITE + r"(?:(?:subscribe|notify|alert|remind)\s+(?:me|us)\b|subscribe\s+to\b"
+                r"|(?:подпиши|уведоми|уведомляй|оповести|оповещай|напомни|напоминай)\s+(?:меня|нас)(?!\w)"
+                r"|(?:abonniere|benachrichtige|erinnere|informiere)\s+(?:mich|uns)\b"
+                r"|(?:book|reserve|buy|purchase)\s+(?:me|us|a|an|the|some|tickets?)\b|(?:забронируй|закажи|купи|оплати)(?!\w)"
+                r"|(?:buche|reserviere|kauf|kaufe|bestell|bestelle)\s+(?:mir|uns|ein|eine|einen|den|die|das|tickets?)\b)")
 
 
 def sends_elsewhere(text: str) -> str | None:
-    """The clause that asks to send something by mail, a messenger or to other people (None: none does)."""
+    """The clause that asks for an action no tool does (None: none does): to send something by mail, a
+    messenger or to other people, to notify or subscribe the user, to book or buy something."""
     body = _GREETING.sub("", text)
     for clause in CLAUSES.split(body):
         for part in CONJUNCTION.split(clause.strip(" ,")):
@@ -411,7 +418,7 @@ async def _by_rules_and_collection(
         return GateVerdict(text, "unknown_tool", f"it asks to run a tool that does not exist ({tool})")
     sent = sends_elsewhere(text)
     if sent is not None:  # with a question beside it too: no tool sends, and the asked thing is the sending
-        return GateVerdict(text, "unknown_tool", f"it asks to send something elsewhere ({sent[:80]!r}); Turnout "
+        return GateVerdict(text, "unknown_tool", f"it asks for an action no tool does ({sent[:80]!r}); Turnout "
                                                  "only answers here")
     write = write_intent(text)
     if write is not None:

@@ -176,7 +176,8 @@ LISTING_QUESTION = _r(
     # whether the collection holds something: an existence question whose object is the articles or
     # "anything" ("Is there anything on OCSP from 2020?", "Есть ли в русских новостях что-нибудь про X?",
     # "есть чо про X?", "Gibt's Artikel über X seit März?"); not "Is there a way to …", "Есть ли смысл …"
-    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:(?:есть|был[иао]?)(?:\s+ли)?|(?:is|are|was|were)\s+there"
+    r"^(?:(?:а|и|ну|so|and|und|also)\s+)?(?:(?:есть|был[иао]?|будут|будет)(?:\s+ли)?|(?:is|are|was|were|will)\s+there"
+    r"|(?:has|have)(?=\s+(?:anything|something|any)\b)|will(?=\s+(?:anything|any)\b)"
     r"|(?:gibt|gab)\s+es|(?:gibt|gab)'?s"
     # or whether the assistant has it: "Do you have anything on X?", "Habt ihr was zu X?", "Имеются ли …"
     r"|(?:do|does)\s+(?:you|the\s+\w+)\s+(?:have|hold|contain)|have\s+you\s+got|(?:you\s+)?got"
@@ -314,7 +315,7 @@ ASK_CLAUSE = _r(
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|erkläre?|erklär'?s?|fasse?|vergleiche?|beschreibe)\b"
     r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй"
     r"|сделай\s+(?:краткий\s+)?(?:обзор|вывод|резюме)|(?:дай|напиши)\s+(?:краткое\s+)?резюме)"
-    r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche|beschreibe|sag|nenne|beantworte)"
+    r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche?|beschreibe?|sag|nenne|beantworte?)"
     # a retell verb whose object is the articles found: "перескажи их", "fass sie zusammen", "summarize them"
     r"|\b(?:summari[sz]e|recap|retell|explain|describe|compare)\s+(?:them|it|those|these)\b"
     r"|\b(?:and\s+)?sum\s+(?:them|it|those|these)\s+up\b|\bgive\s+me\s+a\s+(?:short\s+|brief\s+)?summary\b"
@@ -332,7 +333,7 @@ ASK_CUE = _r(
     r"|^(?:what|how|why|when|which|who|does|do|is|are|can|should|explain|summari[sz]e|compare|describe|tell me)\b"
     r"|^(?:что|как|почему|зачем|когда|какой|какая|какие|каким|кто|ли|объясни|расскажи|сравни|опиши"
     r"|скажите|подскажите,? (?:как|что|почему))"
-    r"|^(?:was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|gibt es|erkläre?|erklär|beschreibe|vergleiche?"
+    r"|^(?:was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|gibt es|erkläre?|erklär|erzähl\w*|beschreibe|vergleiche?"
     r"|inwiefern|könnten sie mir (?:bitte )?erklären)\b"
 )
 QUESTION_FORM = _r(

@@ -18,7 +18,7 @@ _FUNCTION_WORDS: dict[Language, frozenset[str]] = {
         "nicht ein eine einen über zu zum zur mir mich ich du sie wir im seit letzten letzte letztes "
         "diesem dieses jahr monat zeige zeig finde suche liste erkläre artikel auf deutsch hallo danke "
         "bitte mit für von aus bei nach neu neue neues wurde werden hat haben kann gab gabs an am vor zwei drei "
-        "tagen wochen monaten jahren woche tage heute gestern".split()
+        "tagen wochen monaten jahren woche tage heute gestern in eigentlich".split()
     ),
     "en": frozenset(
         "is are was were what how why when who which does do did the a an and or not of to in on for "
@@ -26,6 +26,9 @@ _FUNCTION_WORDS: dict[Language, frozenset[str]] = {
         "this year month hello hi thanks please new changed from give tell can has have".split()
     ),
 }
+
+
+_SHARED_WORDS = _FUNCTION_WORDS["de"] & _FUNCTION_WORDS["en"]
 
 
 def load_detector() -> None:
@@ -38,7 +41,8 @@ def detect_language(text: str, default: Language = "en") -> Language:
     if _CYRILLIC.search(text):
         return "ru"
     words = [w.casefold() for w in _WORD.findall(text)]
-    votes = {lang: sum(w in vocab for w in words) for lang, vocab in _FUNCTION_WORDS.items()}
+    # a word of both languages ("was", "in", "an") is no vote
+    votes = {lang: sum(w in vocab and w not in _SHARED_WORDS for w in words) for lang, vocab in _FUNCTION_WORDS.items()}
     if votes["de"] != votes["en"]:
         return max(votes, key=lambda lang: votes[lang])
     detected = detect(text)

@@ -60,6 +60,7 @@ _STOPWORDS = frozenset(
     got hast habt haben findet sich имеются имеется найдется найдётся у вас тебя
     thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte wurde wurden всё and out
     take возьми возьмите бери nimm nehmt nach suchen irgendwas irgendwelche поиск new нового новенького neues
+    новое новенькое новенькие
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic

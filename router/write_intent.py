@@ -13,8 +13,10 @@ after it ("Korrigiere den …"), English by a clause-first word with a determine
 from __future__ import annotations
 
 import re
+from datetime import date
 
 from router.intent import DIGEST_REQUEST, LIST_REQUEST
+from router.reader import find_period
 from router.reader import words_pattern as _r
 
 # ---- the collection as an object ----
@@ -49,7 +51,7 @@ def one_edit(word: str, form: str) -> bool:
 _DET = (
     r"(?:(?:a|an|the|this|that|these|those|my|our|your|new|all|every|each|some|another|one|\d+|old|latest"
     r"|эту|этот|эти|все|всех|новую|новый|новые|мою|мой|одну|последн\w+|каждую"
-    r"|den|die|das|der|dem|einen|eine|ein|neuen|neue|neues|alle|jeden|jede|diesen|diese|dieses|meinen|meine"
+    r"|den|die|das|der|dem|einen|eine|ein|nen|'nen|ne|neuen|neue|neues|alle|jeden|jede|diesen|diese|dieses|meinen|meine"
     r"|mir|me|us|мне|нам|uns)\s+){0,3}"
 )
 POLITE = (
@@ -66,7 +68,7 @@ _WRITE_VERB = (
     r"|добав\w*|созда\w*|напиши|написать|опубликуй\w*|опубликовать|скрой|скрыть|спрячь|удали\w*|сотри|стереть"
     r"|убери|убрать|очисти\w*|измени\w*|отредактируй\w*|поменяй|переименуй\w*|обнови\w*|исправь|замени"
     r"|пометь|отметь|сделай|перемести|архивируй|верни|импортируй|загрузи|сними"
-    r"|füge|erstelle|erstell|lege|leg|schreibe|schreib|veröffentliche|verstecke|versteck|verberge|blende"
+    r"|füge|füg|erstelle|erstell|lege|leg|schreibe|schreib|veröffentliche|verstecke|versteck|verberge|blende"
     r"|lösche|lösch|entferne|entfern|ändere|änder|bearbeite|aktualisiere|benenne|ersetze|setze|setz|markiere"
     r"|verschiebe|archiviere|stelle|stell|mache|mach|importiere|lade)"
 )
@@ -231,12 +233,20 @@ _GERMAN_READ_INFINITIVE = re.compile(
     r"|helfen|prüfen|überprüfen|bringen)$|^(?:zusammen|oben|unten|gestern|morgen|vorhanden|ihnen|denen|einen|allen|diesen|jenen|meinen|deinen|unseren"
     r"|neuen|letzten|ersten|anderen|beiden|neuesten|aktuellen|älteren|früheren)$"
 )
+def _in_a_period(text: str, at: int) -> bool:
+    """The character at ``at`` is part of a period the reader finds in ``text`` (only its span matters here)."""
+    period = find_period(text, date.today())
+    return period is not None and period.start <= at < period.end
+
+
 _GERMAN_OBJECT = _r(r"\b" + r"(?:den|die|das|dem|der|des|einen|eine|ein|alle|diesen|diese|dieses)\s+(?:[\w-]+\s+){0,2}"
                     + COLLECTION_NOUN + r"\b")
 
 
 def _german_verb_last(clause: str) -> bool:
     last = _GERMAN_LAST_VERB.search(clause)
+    if last is not None and _in_a_period(clause, last.start(1)):
+        return False  # "zeig mal die beiträge von vor 6 monaten": typed lower case, the period's unit
     return (last is not None and not _GERMAN_READ_INFINITIVE.search(last.group(1))
             and _GERMAN_OBJECT.search(clause[: last.start()]) is not None and not QUESTION_WORD.match(clause))
 

@@ -24,7 +24,7 @@ _DIRECTION = _r(
     # where to start: "start with the oldest", "начни со старых", "fang mit den ältesten an"
     r"|\b(?:start|begin)\w*\s+(?:with|from|at)\s+(?:the\s+)?(?:very\s+)?(?P<e>" + _OLD + "|" + _NEW + r")"
     r"|(?<!\w)начн\w*\s+(?:со|с|от)\s+(?:сам\w+\s+)?(?P<f>" + _OLD + "|" + _NEW + r")"
-    r"|\b(?:fang\w*|beginn\w*)\s+(?:\w+\s+)?mit\s+(?:den|dem|der)\s+(?P<g>" + _OLD + "|" + _NEW + r")"
+    r"|\b(?:fang\w*|beginn\w*)\s+(?:\w+\s+)?(?:mit|bei)\s+(?:den|dem|der)\s+(?:aller)?(?P<g>" + _OLD + "|" + _NEW + r"|erst\w*)"
 )
 _REVERSE = _r(
     r"\breverse[-\s]+chronolog\w*(?:\s+order)?|\bumgekehrt\w*\s+(?:chronolog\w*|zeitlich\w*)(?:\s+reihenfolge)?"
@@ -78,7 +78,7 @@ def read_order(text: str) -> OrderReading:
     direction = _DIRECTION.search(text)
     if direction is not None:
         word = next(w for name in ("a", "c", "d", "e", "f", "g", "h", "i") if (w := direction.group(name)))
-        sort = "oldest" if re.fullmatch(_OLD + "|first|перв", word, re.IGNORECASE) else "newest"
+        sort = "oldest" if re.fullmatch(_OLD + "|first|перв|erst\\w*", word, re.IGNORECASE) else "newest"
         return OrderReading(sort, (direction.span(),))
     for pattern, sort in ((_REVERSE, "newest"), (_CHRONOLOGICAL, "oldest"), (_PUBLICATION_ORDER, "oldest")):
         found = [m.span() for m in pattern.finditer(text)]

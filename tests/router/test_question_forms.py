@@ -26,12 +26,16 @@ TODAY = date(2026, 6, 17)
     ("Beiträge zu Certbot aus dem letzten Quartal?", SEARCH),
     ("свежие новости про RubyGems?", SEARCH),
     ("spring 2025 — any Bundler advisories?", SEARCH),
+    # whether the collection has or will have something
+    ("Будут ли статьи про Ruby 4.2 в следующем году?", SEARCH),
+    ("Has anything on Certbot been published this year?", SEARCH),
+    ("Will there be any posts about RubyConf 2027?", SEARCH),
     # a verb or a question word: a question about their content
     ("what do the posts on OCSP stapling say?", ASK),
     ("Что писали в новостях про RubyGems весной?", SEARCH_AND_ASK),
     ("is YJIT on by default?", ASK),
 ])
-def test_a_question_with_no_verb_that_names_the_articles_asks_for_their_list(question: str, tool: str) -> None:
+def test_a_verbless_or_existence_question_about_the_articles_asks_for_their_list(question: str, tool: str) -> None:
     decision = fallback_decision(question, TODAY)
     assert decision.tool == tool, (question, decision.reason)
 
@@ -149,3 +153,22 @@ def test_a_closing_question_about_a_period_searches_the_period_unless_the_openin
     assert (personal.arguments["dateFrom"], personal.arguments["dateTo"]) == ("2026-06-10", "2026-06-17")
     named = fallback_decision("RubyGems 3.6 is out: what came out last week?", TODAY)
     assert named.arguments.get("text") == "RubyGems 3.6", named
+
+
+@pytest.mark.parametrize("question", ["Статьи про Sunlight, язык не важен", "Posts on Sunlight, the language doesn't matter",
+                                      "Beiträge zu Sunlight, Sprache egal"])
+def test_a_language_that_does_not_matter_searches_every_language(question: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == SEARCH and "language" not in decision.arguments and decision.arguments["text"] == "Sunlight"
+
+
+def test_a_german_imperative_without_its_e_asks_to_answer_and_an_order_may_start_bei_the_first() -> None:
+    compared = fallback_decision("Such die Beiträge zu Certbot und vergleich die Versionen", TODAY)
+    assert compared.tool == SEARCH_AND_ASK and compared.arguments["text"] == "Certbot", compared
+    told = fallback_decision("Erzähl mir, wie sich Certbot entwickelt hat – fang bei den allerersten Beiträgen an", TODAY)
+    assert told.tool == SEARCH_AND_ASK and told.arguments["sort"] == "oldest", told
+
+
+def test_a_word_of_both_languages_does_not_vote_for_english() -> None:
+    assert detect_language("Was plant Ruby eigentlich in Sachen Typprüfung?") == "de"
+    assert detect_language("What was planned in Ruby 3.4?") == "en"

@@ -172,7 +172,14 @@ async def test_a_follow_up_is_never_refused_by_the_vote() -> None:
     ("Email me the list of OCSP posts", "unknown_tool"),
     ("Скинь в телеграм статьи про YJIT", "unknown_tool"),
     ("Schick die Beiträge über Certbot an meine Kollegen", "unknown_tool"),
+    # other actions in the world: notifying or subscribing the user, booking or buying
+    ("notify me when a new OCSP post is out", "unknown_tool"),
+    ("уведоми меня, когда выйдет новая статья про YJIT", "unknown_tool"),
+    ("Benachrichtige mich, sobald es Neues zu Certbot gibt", "unknown_tool"),
+    ("book us two seats at RubyConf", "unknown_tool"),
     # their real twins: reading the collection
+    ("How do I subscribe to the Ruby security announcements?", None),
+    ("What did the posts say about the order of certificate issuance?", None),
     ("Write a quick overview of the code signing posts", None),
     ("Напиши на английском, что такое ACME", None),
     ("find posts about certificates attached to ACME orders", None),

@@ -135,3 +135,12 @@ def test_a_verb_of_change_reaches_its_object_past_where_from(question: str) -> N
 ])
 def test_taking_the_articles_reads_them_and_taking_them_down_changes_them(question: str, writes: bool) -> None:
     assert (write_intent(question) is not None) is writes, question
+
+
+@pytest.mark.parametrize(("question", "writes"), [
+    ("zeig mir die beiträge von vor drei wochen", False),  # lower case: "wochen" is the period's, no verb
+    ("füg nen neuen artikel hinzu: ruby treffen in köln", True),  # colloquial "nen", the imperative without -e
+])
+def test_a_lower_case_period_word_is_no_verb_and_a_colloquial_article_is_an_article(question: str,
+                                                                                    writes: bool) -> None:
+    assert (write_intent(question) is not None) is writes, question
