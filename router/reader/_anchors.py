@@ -85,7 +85,7 @@ def _years_ago(tokens: list[Token], i: int) -> tuple[int, int] | None:
     if german:
         return count, j
     j += 1 if fold_at(tokens, j) == "тому" else 0
-    return (count, j + 1) if fold_at(tokens, j) in lx.AGO else None
+    return (count, j + 1) if fold_at(tokens, j) in lx.AGO_AFTER else None
 
 
 def _latest(today: date, span: Callable[[int], tuple[date, date]]) -> int:
@@ -427,7 +427,7 @@ def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
     if found is None and not german:  # "год назад", "неделю назад": one unit
         unit = unit_at(tokens, i)
         j = unit[1] if unit else i
-        if unit is None or fold_at(tokens, j) not in lx.AGO:
+        if unit is None or fold_at(tokens, j) not in lx.AGO_AFTER:
             return None
         start, end = unit_span(unit[0], shift(today, unit[0], -1))
         return Anchor(i, j + 1, start, end, "ago")
@@ -437,7 +437,7 @@ def _ago(tokens: list[Token], i: int, today: date) -> Anchor | None:
     if not german:
         if fold_at(tokens, j) == "тому":
             j += 1
-        if fold_at(tokens, j) not in lx.AGO:
+        if fold_at(tokens, j) not in lx.AGO_AFTER:
             return None
         j += 1
     start, end = unit_span(found.unit, shift(today, found.unit, -found.count))
@@ -504,7 +504,7 @@ def duration_window(tokens: list[Token], i: int, today: date) -> Anchor | None:
     found = amount(tokens, i)
     if found is None or found.unit in ("quarter", "half"):
         return None
-    if fold_at(tokens, found.next) in lx.AGO:
+    if fold_at(tokens, found.next) in lx.AGO_AFTER:
         return None
     return _window(i, found.next, shift(today, found.unit, -found.count), today)
 

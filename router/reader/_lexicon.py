@@ -43,12 +43,13 @@ def month(fold: str) -> int | None:
 
 
 UNITS: dict[str, Unit] = {
+    # with the abbreviations typed in a hurry ("2 yrs ago", "past 3 mos", "last 2 wks", "3 мес назад")
     **dict.fromkeys(("day", "days", "день", "дня", "дней", "дню", "днем", "дни", "tag", "tage", "tagen", "tages"),
                     "day"),
     **dict.fromkeys(("week", "weeks", "неделя", "недели", "неделю", "неделе", "недель", "неделей", "неделям",
-                     "woche", "wochen"), "week"),
+                     "woche", "wochen", "wk", "wks", "нед"), "week"),
     **dict.fromkeys(("month", "months", "месяц", "месяца", "месяцев", "месяце", "месяцы", "месяцам", "месяцем",
-                     "monat", "monate", "monaten", "monats"), "month"),
+                     "monat", "monate", "monaten", "monats", "mo", "mos", "mth", "mths", "мес"), "month"),
     **dict.fromkeys(("quarter", "quarters", "квартал", "квартала", "кварталов", "квартале", "кварталы", "кварталам",
                      "quartal", "quartale", "quartalen", "quartals"), "quarter"),
     **dict.fromkeys(("halfyear", "полугодие", "полугодия", "полугодии", "полугодий", "полугодье", "halbjahr",
@@ -56,11 +57,11 @@ UNITS: dict[str, Unit] = {
     **dict.fromkeys(("decade", "decades", "десятилетие", "десятилетия", "десятилетии", "десятилетий", "jahrzehnt",
                      "jahrzehnte", "jahrzehnten", "jahrzehnts"), "decade"),
     **dict.fromkeys(("year", "years", "год", "года", "году", "годом", "годы", "годов", "лет", "jahr", "jahre",
-                     "jahren", "jahres", "jahrs"), "year"),
+                     "jahren", "jahres", "jahrs", "yr", "yrs"), "year"),
 }
 # Plural unit words with no count ("in den letzten Jahren", "за последние годы"): a vague period,
 # never this/last + one unit; left as an unread cue.
-PLURAL_UNITS = frozenset({"days", "weeks", "months", "quarters", "years", "decades", "tage", "tagen", "wochen",
+PLURAL_UNITS = frozenset({"days", "weeks", "months", "quarters", "years", "decades", "wks", "mos", "mths", "yrs", "tage", "tagen", "wochen",
                           "monate", "monaten", "quartale", "quartalen", "jahre", "jahren", "дни", "месяцы", "годы",
                           "годов", "кварталы", "jahrzehnte", "jahrzehnten", "десятилетия"})
 VAGUE_COUNTS = frozenset({"few", "several", "couple", "paar", "einigen", "einige", "mehreren", "несколько", "пару",
@@ -87,7 +88,7 @@ def relative(fold: str) -> int | None:
 COMPOUND_RELATIVE: dict[str, tuple[Unit, int]] = {
     "vorjahr": ("year", -1), "vorjahres": ("year", -1), "vormonat": ("month", -1), "vormonats": ("month", -1),
     "vorwoche": ("week", -1), "vorquartal": ("quarter", -1), "vorquartals": ("quarter", -1),
-    "heuer": ("year", 0), "jahresbeginn": ("year", 0), "jahresanfang": ("year", 0), "diesjährig": ("year", 0), "diesjährige": ("year", 0), "diesjährigen": ("year", 0),
+    "heuer": ("year", 0), "ytd": ("year", 0), "jahresbeginn": ("year", 0), "jahresanfang": ("year", 0), "diesjährig": ("year", 0), "diesjährige": ("year", 0), "diesjährigen": ("year", 0),
     "today": ("day", 0), "сегодня": ("day", 0), "heute": ("day", 0),
 }
 _DAYS_BACK = {
@@ -118,6 +119,9 @@ def days_back(tokens: list[Token], i: int) -> tuple[int, int] | None:
         return _DAYS_BACK[words[0]], i + 1
     return None
 AGO = frozenset({"ago", "назад"})
+# What may close "N units ago" in the grammar; "back" only there ("three years back"), never a cue alone
+# ("bring back the posts").
+AGO_AFTER = AGO | {"back"}
 BEFORE_LAST = ("before", "last")  # "the year before last"
 
 SEASONS: dict[str, int] = {
