@@ -174,19 +174,6 @@ def test_a_word_of_both_languages_does_not_vote_for_english() -> None:
     assert detect_language("What was planned in Ruby 3.4?") == "en"
 
 
-@pytest.mark.parametrize(("question", "date_from", "date_to"), [
-    ("posts from three years back", date(2023, 1, 1), date(2023, 12, 31)),
-    ("Ruby news 2 yrs ago", date(2024, 1, 1), date(2024, 12, 31)),
-    ("OCSP posts 3 mo ago", date(2026, 3, 1), date(2026, 3, 31)),
-    ("статьи про YJIT 3 мес назад", date(2026, 3, 1), date(2026, 3, 31)),
-    ("certbot posts, last 2 wks", date(2026, 6, 3), date(2026, 6, 17)),
-    ("Let's Encrypt posts YTD", date(2026, 1, 1), date(2026, 12, 31)),
-])
-def test_back_for_ago_and_units_typed_short_are_read(question: str, date_from: date, date_to: date) -> None:
-    dates = read_question(question, TODAY).dates
-    assert dates is not None and (dates.date_from, dates.date_to_options[0]) == (date_from, date_to), dates
-
-
 @pytest.mark.parametrize("question", ["bring back the old posts about YJIT", "go back to the Certbot posts"])
 def test_back_alone_is_no_period_cue(question: str) -> None:
     reading = read_question(question, TODAY)

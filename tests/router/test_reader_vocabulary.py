@@ -40,8 +40,16 @@ def test_a_language_word_is_read_as_the_language_cues_read_it(word: str, languag
     ("что писали недели три назад", date(2026, 6, 8), date(2026, 6, 14)),
     ("месяца два назад", date(2026, 4, 1), date(2026, 4, 30)),
     ("за последние пару недель", date(2026, 6, 16), TODAY),
+    # "back" for "ago", units typed short, "YTD"
+    ("posts from three years back", date(2023, 1, 1), date(2023, 12, 31)),
+    ("Ruby news 2 yrs ago", date(2024, 1, 1), date(2024, 12, 31)),
+    ("OCSP posts 3 mo ago", date(2026, 3, 1), date(2026, 3, 31)),
+    ("статьи про YJIT 3 мес назад", date(2026, 3, 1), date(2026, 3, 31)),
+    ("certbot posts, last 2 wks", date(2026, 6, 16), TODAY),
+    ("Let's Encrypt posts YTD", date(2026, 1, 1), date(2026, 12, 31)),
 ])
-def test_a_couple_and_an_inverted_russian_count_are_read(question: str, date_from: date, date_to: date) -> None:
+def test_a_couple_an_inverted_russian_count_back_and_short_units_are_read(question: str, date_from: date,
+                                                                          date_to: date) -> None:
     period = read_cues(question, TODAY).period.period
     assert period is not None and (period.date_from, period.date_to) == (date_from, date_to)
 
