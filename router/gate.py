@@ -207,16 +207,15 @@ _NOT_BEFORE_THING = (r"(?:of|about|on|for|from|to|in|with|by|over|про|о|об
 _PROGRAMMING_LANGUAGE = (r"(?:ruby|руби|python|питон\w*|bash|баш\w*|shell|zsh|powershell|javascript|js|typescript"
                          r"|golang|go|rust|java|kotlin|swift|php|perl|lua|elixir|crystal|c\+\+|c#|sql)")
 _MAKING_TASK = _r(
-    r"^" + POLITE + _WRITE_CODE_VERB + r"\s+"
-    r"(?:(?:me|us|мне|нам|mir|uns)\s+)?(?:(?:на|in|auf)\s+[\w#+.-]+\s+)?"
+    r"^" + POLITE + _WRITE_CODE_VERB + r"\s+(?:(?:me|us|мне|нам|mir|uns)\s+)?"
+    r"(?:(?:(?:на|in|auf)\s+[\w#+.-]+\s+)?"
     # up to three words before the thing: articles, adjectives, its language ("a quick bash script", "eine
     # kleine Python-Funktion"); never a preposition, which makes the thing another noun's ("a summary *of*
     # the code posts")
     r"(?:(?:(?!" + _NOT_BEFORE_THING + r"\b)[\w#+.]+(?:-|\s+))){0,3}" + _MADE_THING
     + r"\b(?!\s*(?:reviews?|ревью))"
     # or what to write is said by the programming language to write it in: "напиши на руби сортировку пузырьком"
-    r"|^" + POLITE + _WRITE_CODE_VERB + r"\s+(?:(?:me|us|мне|нам|mir|uns)\s+)?(?:[\w#+.-]+\s+){0,4}?"
-    r"(?:in|на|auf)\s+" + _PROGRAMMING_LANGUAGE + r"(?![\w#+])"
+    r"|(?:[\w#+.-]+\s+){0,4}?(?:in|на|auf)\s+" + _PROGRAMMING_LANGUAGE + r"(?![\w#+]))"
 )
 # "Übersetze ins Englische: „Die Sicherheitslücke wurde behoben.“", "translate into German: '…'": the
 # text to translate is given in quotes or after a colon, so nothing of the collection is asked.

@@ -27,6 +27,7 @@ from router.reader import (
     read_cues,
     read_period,
 )
+from router.write_intent import CLAUSES
 
 __all__ = [
     "ASK_WORDS", "INTERROGATIVES", "QuestionReading", "closing_period_question", "keywords", "published_period",
@@ -93,14 +94,11 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     return " ".join(kept) or None
 
 
-_CLAUSE_END = re.compile(r"(?<=[.!?;:])\s+|\s*\n\s*|\s+[—–]\s+")
-
-
 def closing_period_question(text: str, today: date) -> str | None:
     """The message's last clause when it is a question about a period with no topic of its own and
     something opens the message before it ("Ich war zwei Wochen im Urlaub und will aufholen: was kam in
     den letzten 10 Tagen raus?"): what the collection holds then is asked (None: no such clause)."""
-    clauses = [c for c in _CLAUSE_END.split(text) if c.strip()]
+    clauses = [c for c in CLAUSES.split(text) if c.strip()]
     if len(clauses) < 2 or OFF_TOPIC.search(clauses[-1]):
         return None
     last = clauses[-1].strip(" ,")
