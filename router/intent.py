@@ -201,6 +201,8 @@ LISTING_QUESTION = _r(
     r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning)\b"
     r"|^(?:gibt\s+es\s+)?(?:etwas|irgendwas|was)\s+(?:neues\s+)?(?:zu|über|zum|zur)\b"
     r"|^(?:есть\s+(?:ли\s+)?)?(?:что-нибудь|что-то|что-либо)\s+(?:новое\s+)?(?:про|о|об|по)\b"
+    # spoken: "есть что про X?" (anything), "что есть про X" (what there is; "чё есть" spelt out)
+    r"|^(?:(?:а|ну)\s+)?(?:есть\s+что|что\s+есть)\s+(?:нового\s+|новенького\s+)?(?:про|о|об|по)\b"
     r"|\bany\s+(?:new\s+)?(?:articles|posts|news)\s*\?\s*$"
     # "has anything been written here about X?", "whatever was posted about X"
     r"|^(?:has|have|is|was)\s+(?:anything|something|much|there)\s+(?:\w+\s+)?(?:been\s+)?(?:written|posted|published)\b"
@@ -287,7 +289,7 @@ LIST_REQUEST = _producing(
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 ASK_VERB = _r(
-    r"^" + POLITE + r"(?:explain|summari[sz]e|compare|describe|tell me|recap|retell|paraphrase|recount"
+    r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|compare|describe|tell me|recap|retell|paraphrase|recount"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
     r"|erkläre?|erklär|fasse?|vergleiche?|beschreibe|schildere)\b"
 )
@@ -309,7 +311,7 @@ SEARCH_CUE = _r(
     r"|\b(?:artikel|beiträge|meldungen)\s+(?:über|zu|zum|zur|von|aus|auf|im|in)\b"
 )
 ASK_CLAUSE = _r(
-    r"\b(?:and|then)\s+(?:explain|summari[sz]e|compare|tell|describe|say|answer|list what)\b"
+    r"\b(?:and|then)\s+(?:explain|summari[sz]e|sum\s+up|compare|tell|describe|say|answer|list what)\b"
     # a later sentence that asks for the answer: "…? Erklär kurz", "… in 2025? Explain each briefly."
     r"|(?<=[.?!])\s+(?:(?:please|bitte|пожалуйста)[,\s]+)?(?:explain|summari[sz]e|compare|describe|tell\s+me"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|erkläre?|erklär'?s?|fasse?|vergleiche?|beschreibe)\b"
@@ -337,20 +339,23 @@ ASK_CUE = _r(
     r"|inwiefern|könnten sie mir (?:bitte )?erklären)\b"
 )
 QUESTION_FORM = _r(
-    r"^(?:what|how|why|when|which|who|does|do|did|is|are|can|should"
+    # after a spoken opener: "а зачем …", "and why …", "und wie …", "so what …"
+    r"^(?:(?:а|и|ну|so|and|but|und|aber|na)\s+)?(?:"
+    r"(?:what|how|why|when|which|who|does|do|did|is|are|can|should"
     r"|whats|hows|whos|wheres|whens|whys"  # typed without the apostrophe
-    r"|что|как|почему|зачем|когда|какой|какая|какие|каким|кто|скажите|подскажите"
+    r"|что|как|почему|зачем|когда|какой|какая|какие|каким|кто|скажите|подскажите|чем"
     r"|was|wie|warum|wieso|weshalb|wozu|wann|welche\w*|wer|inwiefern)\b"
-    r"|^\w+\s+ли\b"  # "поддерживает ли …": a Russian yes/no question
+    r"|\w+\s+ли\b"  # "поддерживает ли …": a Russian yes/no question
     # a question word after its preposition: "О чём пишут …?", "В чём разница …?", "Worüber berichten …?"
-    r"|^(?:о|об|про|в|на|с|за|для|из-за)\s+(?:ч[её]м|что|чего|кого|ком)\b"
-    r"|^(?:worüber|wovon|worum|womit|wofür|woran|wodurch|weswegen)\b"
+    r"|(?:о|об|про|в|на|с|за|для|из-за)\s+(?:ч[её]м|что|чего|кого|ком)\b"
+    r"|(?:worüber|wovon|worum|womit|wofür|woran|wodurch|weswegen)\b"
     # German yes/no questions start with the verb
-    r"|^(?:ist|sind|gibt|gab|hat|hatte|hatten|haben|kann|können|wird|werden|wurde|wurden|war|waren|unterstützt"
+    r"|(?:ist|sind|gibt|gab|hat|hatte|hatten|haben|kann|können|wird|werden|wurde|wurden|war|waren|unterstützt"
     r"|funktioniert|braucht|muss|darf|soll"
     r"|lohnt|bietet|erlaubt)\s+(?!du\s+mir|sie\s+mir)"
-    r"|^(?:tell\s+me\s+(?:about|more)|erzähl\w*\s+(?:mir\s+)?(?:etwas\s+|mehr\s+|was\s+)?(?:über|von)"
+    r"|(?:tell\s+me\s+(?:about|more)|erzähl\w*\s+(?:mir\s+)?(?:etwas\s+|mehr\s+|was\s+)?(?:über|von)"
     r"|расскажи\w*\s+(?:мне\s+)?(?:про|о|об))\b"
+    r")"
 )
 
 
@@ -373,7 +378,15 @@ def request_clause(text: str) -> str | None:
         clause = _CONNECTIVE.sub("", text[boundary.end():])
         if SEARCH_VERB.search(clause) or LISTING_QUESTION.search(clause) or ASK_VERB.search(clause):
             return clause
+        # A question's form opens a later sentence, not a clause after a comma ("…, how bad is it" reads
+        # as often as a relative clause as a question), after a sentence that asks nothing itself: "my cert
+        # chain broke on old androids. whats going on with that".
+        if _SENTENCE_END.match(boundary.group()) and "?" not in text[: boundary.end()] and QUESTION_FORM.search(clause):
+            return clause
     return None
+
+
+_SENTENCE_END = re.compile(r"[.!?]\s+")
 
 
 def without_injection(text: str) -> str | None:

@@ -247,6 +247,11 @@ def _german_verb_last(clause: str) -> bool:
     last = _GERMAN_LAST_VERB.search(clause)
     if last is not None and _in_a_period(clause, last.start(1)):
         return False  # "zeig mal die beiträge von vor 6 monaten": typed lower case, the period's unit
+    if last is not None and clause == clause.lower() and not _GERMAN_INFINITIVE.match(last.group(1)) \
+            and not _CHANGE_WORD.search(" ".join(clause[: last.end(1)].split()[-2:])):
+        # Typed all in lower case, a noun's plural looks like an infinitive ("… einträge zu challenge typen"):
+        # case tells nothing there, so only a verb of change does ("löschen", "offline nehmen").
+        return False
     return (last is not None and not _GERMAN_READ_INFINITIVE.search(last.group(1))
             and _GERMAN_OBJECT.search(clause[: last.start()]) is not None and not QUESTION_WORD.match(clause))
 

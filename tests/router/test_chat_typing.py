@@ -1,0 +1,85 @@
+"""Messages typed the way people chat on a phone (docs/router.md, round 14): chat spellings of function
+words, no question mark, all lower case, a spoken opener before the question word. Phrasings written for
+these tests, in no eval case. No database: the request gate runs on its rules alone."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from infra.settings import get_settings
+from router.chat_spelling import in_standard_spelling
+from router.deterministic import decide_fallback
+from router.request import RouteRequest
+from router.tools import ASK, SEARCH, SEARCH_AND_ASK
+from router.write_intent import write_intent
+
+TODAY = date(2026, 6, 17)
+
+
+async def _decide(question: str) -> tuple[str | None, dict[str, object]]:
+    decision = await decide_fallback(get_settings(), RouteRequest(question, today=TODAY))
+    return decision.tool, decision.arguments
+
+
+@pytest.mark.parametrize(("typed", "read"), [
+    ("can u list the yjit posts", "can you list the yjit posts"),
+    ("go thru the bundler posts n sum them up", "go through the bundler posts and sum them up"),
+    ("Чё нового по рельсам", "Что нового по рельсам"),
+    ("gibts was zu prism", "gibt's was zu prism"),
+    ("Kannste mir nen überblick geben", "Kannst du mir einen überblick geben"),
+])
+def test_chat_spellings_of_function_words_are_read_in_standard_spelling(typed: str, read: str) -> None:
+    assert in_standard_spelling(typed) == read
+
+
+@pytest.mark.parametrize("text", ["posts about the U.S. mirrors", "n-gram search in Ruby", "U2 and Ruby", "CVE-2024-u"])
+def test_a_chat_form_inside_a_name_or_abbreviation_keeps_its_spelling(text: str) -> None:
+    assert in_standard_spelling(text) == text
+
+
+@pytest.mark.parametrize(("question", "tool"), [
+    # a written-out "you" makes the polite request a request to change the collection
+    ("could u rename the post about rubygems 3.5", None),
+    # "n" joins a request to answer to the search
+    ("pull up the certbot posts n tell me what changed", SEARCH_AND_ASK),
+    # "что есть про X" is "what there is about X": a list
+    ("чё есть про bundler", SEARCH),
+])
+async def test_chat_spellings_route_like_their_standard_spelling(question: str, tool: str | None) -> None:
+    assert (await _decide(question))[0] == tool
+
+
+@pytest.mark.parametrize("question", [
+    # the question after a sentence about the asker, no question mark
+    "we moved our site to a new cdn. why does ocsp stapling fail now",
+    "у нас старый nginx на проде. как включить ocsp stapling",
+    "wir haben certbot auf dem server. muss ich für ari etwas umstellen",
+    # a spoken opener before the question word
+    "а почему ocsp больше не поддерживают",
+    "and how does the rubygems trusted publishing work",
+    # "чем" asks how two things differ
+    "чем dns-01 отличается от http-01",
+])
+async def test_a_question_without_its_mark_is_read_as_a_question(question: str) -> None:
+    assert (await _decide(question))[0] == ASK
+
+
+async def test_a_later_sentence_is_no_question_when_an_earlier_one_already_asks() -> None:
+    tool, arguments = await _decide("были ли в марте патчи для bundler? что в них исправили?")
+    assert tool == SEARCH_AND_ASK
+    assert "bundler" in str(arguments.get("text")).casefold()
+
+
+@pytest.mark.parametrize(("question", "writes"), [
+    # typed all in lower case, a plural noun at the end is no infinitive
+    ("zeig mal die neuesten einträge zu den challenge typen", False),
+    ("gib mir die artikel über die neuen zertifikatslaufzeiten", False),
+    # a verb of change at the end still writes, lower case or not
+    ("bitte den beitrag über ocsp löschen", True),
+    ("den artikel über yjit bitte offline nehmen", True),
+    ("Bitte den Artikel über YJIT aktualisieren", True),
+])
+def test_a_lower_case_german_message_writes_only_with_a_verb_of_change(question: str, writes: bool) -> None:
+    assert (write_intent(question) is not None) is writes
