@@ -33,12 +33,22 @@ _CHAT_FORM = re.compile(
 )
 
 
+# Russian words written with a hyphen, typed without it: "по русски" (по-русски), "10х годов" (10-х).
+_DROPPED_HYPHEN = (
+    (re.compile(r"(?<!\w)(по)\s+(русски|английски|немецки)(?!\w)", re.IGNORECASE), r"\1-\2"),
+    (re.compile(r"(?<![\w.-])(\d{2,4})(х|ых|е|ые)(?=\s+год)", re.IGNORECASE), r"\1-\2"),
+)
+
+
 def in_standard_spelling(text: str) -> str:
-    """``text`` with the chat forms of function words spelt out ("can u fix …" → "can you fix …")."""
+    """``text`` with the chat forms of function words spelt out ("can u fix …" → "can you fix …") and the
+    hyphens of Russian words put back ("по русски" → "по-русски")."""
 
     def standard(match: re.Match[str]) -> str:
         form = match.group(1)
         word = _STANDARD[form.casefold()]
         return word[:1].upper() + word[1:] if form[:1].isupper() else word
 
+    for typed, spelt in _DROPPED_HYPHEN:
+        text = typed.sub(spelt, text)
     return _CHAT_FORM.sub(standard, text)

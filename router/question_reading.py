@@ -62,6 +62,7 @@ _STOPWORDS = frozenset(
     thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte wurde wurden всё and out
     take возьми возьмите бери nimm nehmt nach suchen irgendwas irgendwelche поиск new нового новенького neues
     новое новенькое новенькие
+    прям прямо вообще чём чем doch genau eigentlich halt denn
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
@@ -72,6 +73,7 @@ ASK_WORDS = frozenset(
     explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй
     кратко erkläre erklär fasse zusammen vergleiche beschreibe retell paraphrase recount erzähl erzähle schildere wieder
     kurz briefly вкратце коротко
+    сводка сводку сводки краткая краткую краткое краткий summary overview recap zusammenfassung überblick
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)

@@ -11,6 +11,7 @@ import pytest
 from infra.settings import get_settings
 from router.chat_spelling import in_standard_spelling
 from router.deterministic import decide_fallback
+from router.question_reading import keywords, read_question
 from router.request import RouteRequest
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 from router.write_intent import write_intent
@@ -29,6 +30,9 @@ async def _decide(question: str) -> tuple[str | None, dict[str, object]]:
     ("Чё нового по рельсам", "Что нового по рельсам"),
     ("gibts was zu prism", "gibt's was zu prism"),
     ("Kannste mir nen überblick geben", "Kannst du mir einen überblick geben"),
+    # a Russian hyphen left out
+    ("объясни по немецки", "объясни по-немецки"),
+    ("посты 90х годов", "посты 90-х годов"),
 ])
 def test_chat_spellings_of_function_words_are_read_in_standard_spelling(typed: str, read: str) -> None:
     assert in_standard_spelling(typed) == read
@@ -83,3 +87,19 @@ async def test_a_later_sentence_is_no_question_when_an_earlier_one_already_asks(
 ])
 def test_a_lower_case_german_message_writes_only_with_a_verb_of_change(question: str, writes: bool) -> None:
     assert (write_intent(question) is not None) is writes
+
+
+async def test_a_hyphen_left_out_still_names_the_answer_language_and_the_decade() -> None:
+    tool, arguments = await _decide("найди немецкие статьи про certbot и объясни по английски")
+    assert (tool, arguments["language"], arguments["answerLanguage"]) == (SEARCH_AND_ASK, "de", "en")
+    tool, arguments = await _decide("посты 90х годов про ruby")
+    assert (tool, arguments["dateFrom"], arguments["dateTo"]) == (SEARCH, "1990-01-01", "1999-12-31")
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    ("покажи прям все посты про bundler", "bundler"),
+    ("zeig doch mal die beiträge zu yjit", "yjit"),
+    ("о чём вообще писали про prism", "prism"),
+])
+def test_spoken_particles_are_no_topic(question: str, topic: str) -> None:
+    assert keywords(read_question(question, TODAY).rest) == topic
