@@ -9,7 +9,6 @@ from datetime import UTC, date, datetime
 
 from infra.results import Language, Usage
 from infra.settings import Settings
-from router.chat_spelling import in_standard_spelling
 from router.decision import RoutingDecision
 from router.fallback import FallbackDecision, fallback_decision
 from router.gate import Relevance, check_request
@@ -45,9 +44,8 @@ class DeterministicRoute:
 
 
 def opening(req: RouteRequest) -> tuple[date, str, Language]:
-    """The request's day, its question with whitespace squashed and chat spellings spelt out ("can u …"),
-    and the language it is written in."""
-    question = in_standard_spelling(" ".join(req.question.split()))
+    """The request's day, its question with whitespace squashed and the language it is written in."""
+    question = " ".join(req.question.split())
     return req.today or datetime.now(UTC).date(), question, written_language(question) if question else "en"
 
 

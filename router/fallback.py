@@ -17,6 +17,7 @@ from datetime import date
 from typing import Any
 
 from infra.results import Language
+from router.chat_spelling import in_standard_spelling
 from router.intent import (
     ANAPHOR,
     ANSWER_REQUEST,
@@ -69,7 +70,7 @@ def fallback_decision(
     question: str, today: date, *, answer_language: Language | None = None, client_language: Language | None = None
 ) -> FallbackDecision:
     """The deterministic routing decision for ``question`` (arguments in the tools' wire form)."""
-    text = " ".join(question.split())
+    text = in_standard_spelling(" ".join(question.split()))
     if not text:
         return FallbackDecision(None, reason="empty question")
     if small_talk(text) or META.search(text):

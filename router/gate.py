@@ -39,6 +39,7 @@ from typing import Literal
 
 from infra.results import Language
 from router.about_assistant import asks_about_the_assistant
+from router.chat_spelling import in_standard_spelling
 from router.intent import (
     META,
     OFF_TOPIC,
@@ -407,7 +408,8 @@ async def _by_rules_and_collection(
     question: str, *, language: Language, tools: Collection[str], relevance: Relevance | None, today: date,
 ) -> GateVerdict:
     """The rules and the collection's two signals (words, meaning), before the examples' vote."""
-    text = " ".join(question.split())
+    # The rules read chat spellings in standard spelling ("can u …"); a model is asked the message as typed.
+    text = in_standard_spelling(" ".join(question.split()))
     if not text:
         return GateVerdict(text, "empty", "the question is empty")
     if small_talk(text) or META.search(text) or META.search(_GREETING.sub("", text)) or _about_the_assistant(text):

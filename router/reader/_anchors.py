@@ -200,6 +200,55 @@ def _weekday(tokens: list[Token], i: int, today: date) -> Anchor | None:
     return Anchor(i, i + 1, day, day, "bare-weekday", year_given=False)
 
 
+# A week by its ISO number, as German offices count them ("KW 12", "12. Kalenderwoche"), and the same
+# in English ("week 12", "calendar week 12") and Russian ("12-я неделя", "неделя 12"); a year may follow.
+_WEEK_CODES = frozenset({"kw", "cw", "wk"})
+_WEEK_WORDS = frozenset({"kalenderwoche", "week", "неделя", "неделе", "неделю"})
+_ORDINAL_ENDINGS = frozenset({"я", "й", "ю", "ой", "th", "st", "nd", "rd"})
+
+
+def _week_number(tokens: list[Token], i: int, today: date) -> tuple[int, int] | None:
+    """(the week's number, the index after the phrase) at ``i``, or None."""
+    fold = fold_at(tokens, i)
+    glued = re.fullmatch(r"(kw|cw|wk)(\d{1,2})", fold)  # "KW12"
+    if glued:
+        return int(glued.group(2)), i + 1
+    if fold in _WEEK_CODES or fold in _WEEK_WORDS or (fold == "calendar" and fold_at(tokens, i + 1) == "week"):
+        j = i + 2 if fold == "calendar" else i + 1
+        number = tokens[j].number if j < len(tokens) and tokens[j].after.strip() in ("", "/", ",", ".") else None
+        if number is None or (fold == "week" and year_spec(tokens, j + 1, today) is None):
+            return None  # a bare "week 2" is as often a course's or a sprint's: only with its year
+        return number, j + 1
+    if not tokens[i].text.isdigit():
+        return None
+    number = tokens[i].number
+    if number is not None and tokens[i].after.strip() == "." and fold_at(tokens, i + 1) in ("kw", "kalenderwoche"):
+        return number, i + 2  # "12. KW"
+    j = i + 1 + (fold_at(tokens, i + 1) in _ORDINAL_ENDINGS and tokens[i].after == "-")  # "12-я"
+    if number is not None and fold_at(tokens, j) in ("неделя", "неделе", "неделю") and j > i + 1:
+        return number, j + 1
+    return None
+
+
+def _calendar_week(tokens: list[Token], i: int, today: date) -> Anchor | None:
+    found = _week_number(tokens, i, today)
+    if found is None or not 1 <= found[0] <= 53:
+        return None
+    week, j = found
+
+    def span(year: int) -> tuple[date, date]:
+        try:
+            monday = date.fromisocalendar(year, week, 1)
+        except ValueError:  # week 53 of a year that has 52: its last week
+            monday = date.fromisocalendar(year, 52, 1)
+        return monday, monday + timedelta(days=6)
+
+    if tokens[j - 1].after == "/" and j < len(tokens) and re.fullmatch(r"(?:19|20)\d\d", tokens[j].text):
+        start, end = span(int(tokens[j].text))  # "KW 12/2026"
+        return Anchor(i, j + 1, start, end, "week")
+    return _in_year(tokens, i, j, today, "week", span)
+
+
 def _season(tokens: list[Token], i: int, today: date) -> Anchor | None:
     first = lx.SEASONS.get(fold_at(tokens, i))
     if first is None:
@@ -573,7 +622,7 @@ def _unit_offset(first: int, next_index: int, unit: str, offset: int, today: dat
     return Anchor(first, next_index, start, end, "relative")
 
 
-_PARSERS = (_iso, _dotted, _ago, _edge, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month,
+_PARSERS = (_iso, _dotted, _calendar_week, _ago, _edge, _rolling, _relative, _half_of_month, _nth_part_of_year, _part, _day, _month,
             _weekday, _season, _decade, _year)
 
 

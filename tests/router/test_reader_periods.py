@@ -4,6 +4,8 @@ Every phrase must be read exactly, and nothing of it may stay in the search text
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from router.reader import read_cues
@@ -47,3 +49,24 @@ def test_an_inclusive_end_is_an_open_end_through_that_period(question: str) -> N
     reading = read_question(question, date(2026, 3, 4))
     assert (reading.filters["dateFrom"], reading.filters["dateTo"]) == (None, "2012-12-31")
     assert not {"including", "einschließlich", "inklusive", "and"} & set((reading.keywords() or "").lower().split())
+
+
+@pytest.mark.parametrize(("question", "today", "week"), [
+    # a week by its ISO number (round 14): Monday to Sunday, in the year named or the latest that has begun
+    ("Zeige Beiträge über Ruby aus KW 12 2026", date(2026, 4, 15), (date(2026, 3, 16), date(2026, 3, 22))),
+    ("Zeige Beiträge über Ruby aus der KW 12/2025", date(2026, 4, 15), (date(2025, 3, 17), date(2025, 3, 23))),
+    ("Zeige Beiträge über Ruby der 2. Kalenderwoche", date(2026, 4, 15), (date(2026, 1, 5), date(2026, 1, 11))),
+    ("Zeige Beiträge über Ruby aus KW20", date(2026, 4, 15), (date(2025, 5, 12), date(2025, 5, 18))),
+    ("Show posts about Ruby from week 12 of 2026", date(2026, 4, 15), (date(2026, 3, 16), date(2026, 3, 22))),
+    ("Show posts about Ruby from calendar week 3", date(2026, 4, 15), (date(2026, 1, 12), date(2026, 1, 18))),
+    ("Найди статьи о Ruby за 12-ю неделю 2025 года", date(2026, 4, 15), (date(2025, 3, 17), date(2025, 3, 23))),
+])
+def test_a_week_is_read_by_its_number(question: str, today: date, week: tuple[date, date]) -> None:
+    period = read_cues(question, today).period.period
+    assert period is not None and (period.date_from, period.date_to) == week
+
+
+@pytest.mark.parametrize("question", ["Show posts about Ruby 3.4 week 2", "Найди статьи о Ruby за 12 недель"])
+def test_a_bare_week_number_or_a_count_of_weeks_is_no_numbered_week(question: str) -> None:
+    period = read_cues(question, date(2026, 4, 15)).period.period
+    assert period is None or period.date_to == date(2026, 4, 15)  # none, or the rolling 12 weeks
