@@ -258,7 +258,7 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 r"|(?:подпиши|уведоми|уведомляй|оповести|оповещай|напомни|напоминай)\s+(?:меня|нас)(?!\w)"
                 r"|(?:abonniere|benachrichtige|erinnere|informiere)\s+(?:mich|uns)\b"
                 r"|(?:book|reserve|buy|purchase)\s+(?:me|us|a|an|the|some|tickets?)\b|(?:забронируй|закажи|купи|оплати)(?!\w)"
-                r"|(?:buche|reserviere|kauf|kaufe|bestell|bestelle)\s+(?:mir|uns|ein|eine|einen|den|die|das|tickets?)\b)")
+                r"|(?:buch|buche|reservier|reserviere|kauf|kaufe|bestell|bestelle)\s+(?:mir|uns|ein|eine|einen|den|die|das|tickets?)\b)")
 
 
 def sends_elsewhere(text: str) -> str | None:

@@ -12,10 +12,11 @@ from typing import Protocol
 
 import asyncpg
 
-from infra.db.vocabulary import LexemeStats, lexeme_stats, visible_documents
+from infra.db.vocabulary import LexemeStats, lexeme_stats, recent_texts, visible_documents
 from infra.results import Language
 from infra.settings import Settings
 from retrieval.embeddings import EmbedderRegistry
+from router.casing import Casing
 from router.request_examples import RequestExamples, RequestVote
 from router.similarity import CollectionSimilarity
 
@@ -89,6 +90,7 @@ class CollectionRelevance:
         self.meaning = meaning  # None: words only (no embedder wired, e.g. a test of the lexical signal)
         self.examples = examples  # None: no examples' vote (a test of the collection's signals alone)
         self._documents: tuple[float, int] | None = None  # (monotonic time read, count)
+        self._casing: tuple[float, Casing] | None = None  # (monotonic time learned, the capitals)
 
     @classmethod
     def for_settings(cls, pool: asyncpg.Pool, settings: Settings) -> CollectionRelevance:
@@ -116,11 +118,21 @@ class CollectionRelevance:
         found = [m for m in measured if m is not None]
         return max(found, key=lambda m: m.together) if found else None
 
+    async def _cased(self, message: str) -> str:
+        """A message typed all in lower case with the collection's capitals (`router.casing`), which the
+        meaning model reads; the table is learned again every ``DOCUMENTS_TTL_S``."""
+        if message != message.lower():
+            return message
+        now = time.monotonic()
+        if self._casing is None or now - self._casing[0] > self.DOCUMENTS_TTL_S:
+            self._casing = (now, Casing.learned(await recent_texts(self.pool)))
+        return self._casing[1].restored(message)
+
     async def similarity(self, message: str) -> float | None:
-        return await self.meaning.similarity(message) if self.meaning is not None else None
+        return await self.meaning.similarity(await self._cased(message)) if self.meaning is not None else None
 
     async def request_vote(self, message: str) -> RequestVote | None:
-        return await self.examples.vote(message) if self.examples is not None else None
+        return await self.examples.vote(await self._cased(message)) if self.examples is not None else None
 
 
 # A name by its shape: CamelCase ("RubyGems"), capitals ("YJIT", "OCSP"), letters with digits

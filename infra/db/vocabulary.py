@@ -99,3 +99,13 @@ async def lexeme_stats(
 async def visible_documents(conn: PoolOrConnection) -> int:
     """The number of visible localizations (the relevance signal's N; read seldom, it changes slowly)."""
     return int(await conn.fetchval("SELECT count(*) FROM localization_search"))
+
+
+async def recent_texts(conn: PoolOrConnection, *, articles: int = 5000, body_chars: int = 4000) -> list[str]:
+    """The summaries and the bodies' openings of the most recent visible localizations (the gate learns
+    the collection's capitals from them; bounded, so a large collection costs no more than this)."""
+    rows = await conn.fetch(
+        "SELECT summary, left(body_text, $2) AS body FROM localizations WHERE published AND NOT hidden "
+        "ORDER BY created_at DESC, id DESC LIMIT $1", articles, body_chars,
+    )
+    return [text for row in rows for text in (row["summary"], row["body"]) if text]

@@ -199,3 +199,17 @@ async def test_a_version_embedded_by_a_model_the_bars_were_not_measured_on_means
     embedded = len(llm.embedding_requests)
     assert await CollectionSimilarity(rag_db, EmbedderRegistry(remote)).similarity(ON_TOPIC[0]) is None
     assert len(llm.embedding_requests) == embedded  # the message is not even embedded
+
+
+async def test_a_message_typed_in_lower_case_is_measured_with_the_collections_capitals(
+    meaning: CollectionSimilarity, rag_db: asyncpg.Pool,
+) -> None:
+    # The meaning model reads case; a phone user's "rexml" is measured as the collection writes it.
+    relevance = CollectionRelevance(rag_db, meaning)
+    typed, cased = "чем опасна уязвимость в rexml?", "чем опасна уязвимость в REXML?"
+    as_typed = await meaning.similarity(typed)
+    assert as_typed is not None and as_typed != await meaning.similarity(cased)
+    assert await relevance.similarity(typed) == await meaning.similarity(cased)
+    # a writer who uses case is read as written
+    assert await relevance.similarity("Чем опасна уязвимость в rexml?") == await meaning.similarity(
+        "Чем опасна уязвимость в rexml?")

@@ -177,6 +177,7 @@ async def test_a_follow_up_is_never_refused_by_the_vote() -> None:
     ("уведоми меня, когда выйдет новая статья про YJIT", "unknown_tool"),
     ("Benachrichtige mich, sobald es Neues zu Certbot gibt", "unknown_tool"),
     ("book us two seats at RubyConf", "unknown_tool"),
+    ("buch mir einen Platz auf der EuRuKo", "unknown_tool"),  # the imperative without its "-e"
     # their real twins: reading the collection
     ("How do I subscribe to the Ruby security announcements?", None),
     ("What did the posts say about the order of certificate issuance?", None),
