@@ -258,6 +258,13 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 r"|(?:подпиши|уведоми|уведомляй|оповести|оповещай|напомни|напоминай)\s+(?:меня|нас)(?!\w)"
                 r"|(?:abonniere|benachrichtige|erinnere|informiere)\s+(?:mich|uns)\b"
                 r"|(?:book|reserve|buy|purchase)\s+(?:me|us|a|an|the|some|tickets?)\b|(?:забронируй|закажи|купи|оплати)(?!\w)"
+                # an entry in another system: a reminder, a ticket, a calendar event
+                r"|(?:set|create|open|file|schedule|add|make)\s+(?:me\s+|us\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:reminders?"
+                r"|tickets?|issues?|calendar\s+(?:entry|event)|events?|meetings?|tasks?)\b"
+                r"|(?:поставь|создай|заведи|открой|добавь)\s+(?:мне\s+|нам\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:напоминани\w*"
+                r"|тикет\w*|задач\w*|встреч\w*|событи\w*|таск\w*)(?!\w)"
+                r"|(?:setz|setze|erstell|erstelle|leg|lege|eröffne|trag|trage)\s+(?:mir\s+|uns\s+)?(?:\S+\s+){0,3}?"
+                r"(?:[\w-]+-)?(?:erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*\b"
                 r"|(?:buch|buche|reservier|reserviere|kauf|kaufe|bestell|bestelle)\s+(?:mir|uns|ein|eine|einen|den|die|das|tickets?)\b)")
 
 

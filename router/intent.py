@@ -285,7 +285,7 @@ LIST_REQUEST = _producing(
     r"write|compose|make|prepare|put\s+together|draft|create|compile|produce|get"
     r"|напиши|составь|сделай|подготовь|собери|сформируй"
     r"|schreib\w*|erstell\w*|mach\w*|stell\w*",
-    r"list|список|перечень|liste",
+    r"list|selection|список|перечень|подборк\w*|liste|auswahl|zusammenstellung",
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 ASK_VERB = _r(

@@ -62,7 +62,7 @@ _STOPWORDS = frozenset(
     thanks thx danke плиз спасибо need нужны нужна нужен brauche brauch bräuchte wurde wurden всё and out
     take возьми возьмите бери nimm nehmt nach suchen irgendwas irgendwelche поиск new нового новенького neues
     новое новенькое новенькие
-    прям прямо вообще чём чем doch genau eigentlich halt denn
+    прям прямо вообще чём чем doch genau eigentlich halt denn sind ist подборку подборка selection auswahl
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic

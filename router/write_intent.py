@@ -64,13 +64,13 @@ POLITE = (
 _WRITE_VERB = (
     r"(?:add|create|write|compose|draft|post|publish|republish|unpublish|hide|unhide|delete|remove|erase|drop"
     r"|purge|wipe|truncate|edit|change|modify|update|rename|retitle|rewrite|replace|set|mark|move|archive"
-    r"|restore|import|upload|insert|approve|tag|untag|make"
+    r"|restore|import|upload|insert|approve|tag|untag|make|fix|correct"
     r"|добав\w*|созда\w*|напиши|написать|опубликуй\w*|опубликовать|скрой|скрыть|спрячь|удали\w*|сотри|стереть"
     r"|убери|убрать|очисти\w*|измени\w*|отредактируй\w*|поменяй|переименуй\w*|обнови\w*|исправь|замени"
-    r"|пометь|отметь|сделай|перемести|архивируй|верни|импортируй|загрузи|сними"
+    r"|пометь|отметь|сделай|перемести|архивируй|верни|импортируй|загрузи|сними|поправь"
     r"|füge|füg|erstelle|erstell|lege|leg|schreibe|schreib|veröffentliche|verstecke|versteck|verberge|blende"
     r"|lösche|lösch|entferne|entfern|ändere|änder|bearbeite|aktualisiere|benenne|ersetze|setze|setz|markiere"
-    r"|verschiebe|archiviere|stelle|stell|mache|mach|importiere|lade)"
+    r"|verschiebe|archiviere|stelle|stell|mache|mach|importiere|lade|korrigiere|korrigier)"
 )
 # "<verb> <a/the/…> <article|post|статью|Beitrag>": the collection is the verb's object.
 # Up to four words between the verb and the collection noun, none a preposition: a name ("edit the
@@ -223,6 +223,26 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
     return False
 
 
+# The item a message named, referred to again: a pronoun, or "the (older) copy / one / duplicate".
+_SAME_ITEM = _r(r"^(?:copy|copies|duplicate|one|ones|version|entry|kopie|duplikat|eintrag|версию|копию|дубль|дубликат"
+                r"|запись)$")
+
+
+# Verbs that also shape the answer ("Make it short", "Напиши это по-немецки", "Schreib es kürzer").
+_SHAPES_THE_ANSWER = _r(r"^(?:make|write|compose|draft|set|сделай|напиши|написать|mach|mache|schreib|schreibe)$")
+
+
+def _changes_the_named_item(clause: str) -> bool:
+    """A change imperative whose object points back at an item the message named ("Поправь её",
+    "Delete the older copy", "publish it to the collection")."""
+    text = re.sub("^" + POLITE, "", re.sub("^" + OPENER, "", clause, flags=re.I | re.U), flags=re.I | re.U)
+    words = _WORD.findall(text)
+    if len(words) < 2 or not re.fullmatch(_WRITE_VERB, words[0], re.I) or _reads(words[0]) \
+            or _SHAPES_THE_ANSWER.match(words[0]):
+        return False
+    return bool(_OBJECT_PRONOUN.match(words[1])) or any(_SAME_ITEM.match(w) for w in words[1:4])
+
+
 # German puts the verb last; an infinitive there that does not read ("… bitte offline nehmen") changes
 # the collection noun before it. Lower case tells a German verb from a noun.
 _GERMAN_LAST_VERB = re.compile(r"\b([a-zäöüß]{3,}(?:en|ern|eln))\s*[?!.:]*$")
@@ -256,8 +276,10 @@ def _german_verb_last(clause: str) -> bool:
             and _GERMAN_OBJECT.search(clause[: last.start()]) is not None and not QUESTION_WORD.match(clause))
 
 
-def _structural_write(clause: str) -> bool:
+def _structural_write(clause: str, *, named_in_message: bool = False) -> bool:
     if _german_verb_last(clause):
+        return True
+    if named_in_message and _changes_the_named_item(clause):
         return True
     named = False
     for part in CONJUNCTION.split(clause):
@@ -351,10 +373,13 @@ def _wish_to_change(clause: str) -> bool:
 
 def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
+    # An item named in one sentence is the object of a change in the next: "В статье про … опечатка. Поправь
+    # её.", "… there's a duplicate post. Delete the older copy."
+    named = re.search(r"\b" + COLLECTION_NOUN + r"\b", text, re.IGNORECASE) is not None
     for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
         if not clause or DIGEST_REQUEST.search(clause) or LIST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
             continue
-        if _structural_write(clause) or _wish_to_change(clause):
+        if _structural_write(clause, named_in_message=named) or _wish_to_change(clause):
             return clause
         if _WRITE_OBJECT.search(clause):
             return clause

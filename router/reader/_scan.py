@@ -4,6 +4,7 @@ year, "ago", a quarter word -- so a period the grammar cannot read is never drop
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import date
 
@@ -84,10 +85,19 @@ def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, 
     return spans
 
 
+# A sentence ends between two periods: "Wir planen die Umstellung im Sommer. Welche Beiträge sind in diesem
+# Quartal erschienen?" -- the earlier sentence is context, the request's own period is the later one.
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+
+
 def _joined(found: list[DateExpectation], text: str) -> DateExpectation | None:
-    """One period for the question: the first, or the span of several closed ones."""
+    """One period for the question: the first, or the span of several closed ones -- of the last sentence
+    that names one."""
     if not found:
         return None
+    last_sentence = [i for i in range(1, len(found)) if _SENTENCE_BREAK.search(text, found[i - 1].end, found[i].start)]
+    if last_sentence:
+        found = found[last_sentence[-1]:]
     first = found[0]
     closed = [p for p in found if p.date_from is not None and p.date_to is not None and not p.pinned_from]
     if len(found) == 1 or len(closed) != len(found):

@@ -1,4 +1,4 @@
-"""Messages typed the way people chat on a phone (docs/router.md, round 14): chat spellings of function
+"""Messages typed the way people chat (docs/router.md, round 14): chat spellings of function
 words, no question mark, all lower case, a spoken opener before the question word. Phrasings written for
 these tests, in no eval case. No database: the request gate runs on its rules alone."""
 
@@ -103,3 +103,49 @@ async def test_a_hyphen_left_out_still_names_the_answer_language_and_the_decade(
 ])
 def test_spoken_particles_are_no_topic(question: str, topic: str) -> None:
     assert keywords(read_question(question, TODAY).rest) == topic
+
+
+# ---- context first, the request after it (round 14) ----
+
+def test_a_period_in_a_sentence_of_context_gives_way_to_the_requests_own() -> None:
+    reading = read_question("Wir migrieren im Sommer auf Ruby 4.0. Welche Beiträge zu YJIT kamen in diesem Quartal?",
+                            TODAY)
+    assert reading.dates is not None and (reading.dates.date_from, reading.dates.date_to) == (date(2026, 4, 1),
+                                                                                                date(2026, 6, 30))
+    # two periods in one sentence are still joined
+    joined = read_question("posts from March 2025 and April 2025", TODAY).dates
+    assert joined is not None and (joined.date_from, joined.date_to) == (date(2025, 3, 1), date(2025, 4, 30))
+
+
+@pytest.mark.parametrize("question", [
+    "сделай подборку статей про Certbot", "make me a selection of posts about OCSP",
+    "Stell mir eine Auswahl an Beiträgen zu YJIT zusammen",
+])
+async def test_a_selection_of_the_articles_is_their_list(question: str) -> None:
+    assert (await _decide(question))[0] == SEARCH
+
+
+@pytest.mark.parametrize(("question", "writes"), [
+    # a change whose object points back at the item the message named
+    ("Im Beitrag über Bundler 2.5 fehlt ein Link. Korrigier ihn bitte.", True),
+    ("The post on YJIT is listed twice. Remove the newer duplicate.", True),
+    ("В новости про RubyKaigi неверная дата. Исправь её.", True),
+    # a verb that shapes the answer, or a reading verb, on the same pronoun
+    ("Summarize the article about YJIT. Make it short.", False),
+    ("Найди статью про OCSP и напиши это по-немецки.", False),
+    ("Find the post about OCSP. Explain it in simple words.", False),
+])
+def test_a_change_to_an_item_named_in_an_earlier_sentence_is_a_write(question: str, writes: bool) -> None:
+    assert (write_intent(question) is not None) is writes
+
+
+@pytest.mark.parametrize(("question", "tool"), [
+    # an entry in another system: no tool makes one
+    ("My cert renewal keeps slipping. Create a reminder for next Monday.", None),
+    ("У нас обновление Bundler на следующей неделе. Заведи мне задачу в трекере.", None),
+    ("Trag mir einen Termin für das Zertifikats-Update ein.", None),
+    # asking how to make one is a question
+    ("How do I set a reminder to renew certificates?", ASK),
+])
+async def test_an_entry_in_another_system_is_an_action_no_tool_does(question: str, tool: str | None) -> None:
+    assert (await _decide(question))[0] == tool
