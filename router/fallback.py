@@ -27,6 +27,7 @@ from router.intent import (
     ASK_VERB,
     BRIEF_ANSWER,
     DIGEST_REQUEST,
+    EMBEDDED_QUESTION,
     EXPLAIN_REQUEST,
     LIST_ONLY,
     LIST_REQUEST,
@@ -110,7 +111,7 @@ def fallback_decision(
     if later is not None:  # a conversational opening: the request's form and topic are in the later clause
         earlier = rest[: len(rest) - len(later)]
         own = keywords(later, drop=INTERROGATIVES) or ""
-        names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) or not _NAME.search(own) else ""
+        names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) else ""
         rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
     only = LIST_ONLY.search(rest)
     if only is not None and not SEARCH_VERB.search(rest):
@@ -141,7 +142,7 @@ def fallback_decision(
         return combined(rest, "a request to answer over the articles found")
     if _asks_for_the_articles(text, rest):
         return search("the articles named in a question with no verb: a request for their list")
-    if QUESTION_FORM.search(rest) or ASK_CUE.search(rest):
+    if QUESTION_FORM.search(rest) or ASK_CUE.search(rest) or EMBEDDED_QUESTION.search(rest):
         if dates is not None and keywords(rest, drop=ASK_WORDS | INTERROGATIVES) is None:
             # "что было на прошлой неделе?", "на прошлой неделе что-нибудь публиковали?": no topic to answer
             # about, so what the period holds is asked: its list

@@ -15,7 +15,7 @@ from router.reader import words_pattern as _r
 __all__ = [
     "ANAPHOR", "ANSWER_REQUEST", "ARTICLES_PHRASE", "ASK_CLAUSE", "ASK_CUE", "ASK_VERB", "BRIEF_ANSWER", "CLAUSE_BREAK", "DIGEST_REQUEST",
     "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_ONLY", "LIST_REQUEST", "RETELL_SEPARATED",
-    "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
+    "EMBEDDED_QUESTION", "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "attacks", "injected", "small_talk", "strip_greeting", "without_injection",
 ]
 
@@ -359,13 +359,29 @@ QUESTION_FORM = _r(
 )
 
 
+# A question reported or wished for: a verb of asking, wondering or wanting to know, then the question
+# ("I want to know how X works", "Mein Kollege fragt, wie X funktioniert", "коллега спрашивает, почему …").
+# A question about which articles exist ("… which posts cover X") is the list's (LISTING_QUESTION).
+EMBEDDED_QUESTION = _r(
+    r"(?:\b(?:asks?|asked|asking|wonder(?:s|ed|ing)?|(?:want|wants|wanted|need|needs|would\s+like|'d\s+like)\s+to"
+    r"\s+(?:know|understand|learn)|curious|(?:don't|do\s+not|doesn't)\s+(?:understand|get|know))"
+    r"|(?<!\w)(?:спрашива\w*|спросил\w*|интересу\w*|интересно|хо(?:чу|чет|тим|тят|тел\w*)\s+(?:бы\s+)?(?:знать|узнать|понять)"
+    r"|не\s+понима\w*|не\s+знаю|понять\s+бы)"
+    r"|\b(?:fragt|fragte|fragen|frage\s+mich|fragen\s+uns|wüsste\s+gern|(?:möchte|möchten|will|wollen|würde\s+gern)"
+    r"\s+(?:gern\s+)?(?:wissen|verstehen)|verstehe\s+nicht|interessiert\s+(?:mich|uns)))"
+    r"[,:\s]+(?:\w+\s+){0,2}?"
+    r"(?:how|why|what|whether|if|when|where|who|как|почему|зачем|что|чем|когда|где|кто|ли|wie|warum|wieso|weshalb"
+    r"|was|ob|wann|wo|wer)\b(?!\s+(?:\w+\s+)?(?:articles?|posts?|news|стат\w+|пост\w*|artikel\w*|beitr[aä]g\w*))"
+)
+
 # Where a later clause starts: the request after a conversational opening ("So I've been meaning to
 # catch up, could you dig up …", "Слушай, мне коллега сказал про X, можешь найти …").
 _CLAUSE_START = re.compile(r"[.!?;:,—–]\s+")
 # A connective that opens the later clause ("…, so can you list …", "…, а можешь найти …").
 _CONNECTIVE = _r(r"^(?:so|and|then|but|а|и|но|так\s+что|und|dann|aber|also)[,\s]+")
 # A later clause that points back at an earlier one for its topic ("что об этом писали", "about it").
-ANAPHOR = _r(r"(?<!\w)(?:этом|это|этого|этой|нём|нем|ней|them|it|that|this|those|das|dazu|darüber|davon|dem)(?!\w)")
+ANAPHOR = _r(r"(?<!\w)(?:этом|это|этого|этой|этому|этим|этих|эту|этот|нём|нем|ней|него|нему|ним|них|его|её|ее|их"
+             r"|them|it|its|their|that|this|those|these|das|dazu|darüber|davon|dem|ihn|ihm|dessen|deren)(?!\w)")
 
 
 def request_clause(text: str) -> str | None:

@@ -1,6 +1,7 @@
-"""Messages typed the way people chat (docs/router.md, round 14): chat spellings of function
-words, no question mark, all lower case, a spoken opener before the question word. Phrasings written for
-these tests, in no eval case. No database: the request gate runs on its rules alone."""
+"""Messages typed the way people chat or write at work (docs/router.md, round 14): chat spellings of
+function words, no question mark, all lower case, a spoken opener before the question word; context
+first and the request after it, a reported question. Phrasings written for these tests, in no eval case.
+No database: the request gate runs on its rules alone."""
 
 from __future__ import annotations
 
@@ -149,3 +150,32 @@ def test_a_change_to_an_item_named_in_an_earlier_sentence_is_a_write(question: s
 ])
 async def test_an_entry_in_another_system_is_an_action_no_tool_does(question: str, tool: str | None) -> None:
     assert (await _decide(question))[0] == tool
+
+
+@pytest.mark.parametrize("question", [
+    "I want to know how OCSP stapling works",
+    "Mein Teamleiter fragt, warum Let's Encrypt die Laufzeit verkürzt.",
+    "коллега спрашивает, зачем нужен CAA",
+    "Ich frage mich, ob Certbot schon ARI kann",
+])
+async def test_a_reported_or_wished_for_question_is_a_question(question: str) -> None:
+    assert (await _decide(question))[0] == ASK
+
+
+async def test_a_reported_question_about_which_articles_exist_asks_for_their_list() -> None:
+    assert (await _decide("I want to know which posts cover OCSP stapling"))[0] == SEARCH
+
+
+@pytest.mark.parametrize(("question", "topic"), [
+    # the later request points back ("this", "their", "этот"): the earlier sentence's thing is the topic
+    ("Мы переписываем сервис на YJIT. Выведи статьи про этот компилятор.", "yjit"),
+    ("I'm documenting how Certbot began. List their posts from the very start.", "certbot"),
+])
+async def test_a_pointing_word_in_the_request_takes_the_topic_from_the_context(question: str, topic: str) -> None:
+    tool, arguments = await _decide(question)
+    assert tool == SEARCH and topic in str(arguments.get("text")).casefold()
+
+
+async def test_a_request_with_its_own_topic_leaves_the_contexts_names_out() -> None:
+    tool, arguments = await _decide("Unser Team nutzt GitHub-Actions. Gibt es Artikel über Bundler?")
+    assert tool == SEARCH and "github" not in str(arguments.get("text")).casefold()
