@@ -51,6 +51,8 @@ def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | Non
     """ "2025", "2025 года", "of last year", "прошлого года", "letzten Jahres", "the year before last"."""
     j = _skip(tokens, i, _OF)
     year = _year_number(tokens, j)
+    if year is None and j == i and _short_year_after_code(tokens, i):
+        year = 2000 + int(tokens[i].text)  # "Q3/24", "H1 '25"
     if year is not None:
         k = j + 1
         if fold_at(tokens, k) in lx.YEAR_WORDS and tokens[j].after.strip() in ("", "-"):
@@ -67,6 +69,12 @@ def year_spec(tokens: list[Token], i: int, today: date) -> tuple[int, int] | Non
     if ago is not None:  # "December two years ago", "im Mai vor drei Jahren", "в марте год назад"
         return today.year - ago[0], ago[1]
     return None
+
+
+def _short_year_after_code(tokens: list[Token], i: int) -> bool:
+    """A two-digit year right after a quarter's or a half's code: "Q3/24", "Q1 '25", "H2/2025" aside."""
+    return 0 < i < len(tokens) and re.fullmatch(r"\d\d", tokens[i].text) is not None \
+        and tokens[i - 1].fold in (*lx.QUARTER_CODES, *lx.HALF_CODES) and tokens[i - 1].after.strip() in ("/", "'", "’")
 
 
 def _years_ago(tokens: list[Token], i: int) -> tuple[int, int] | None:

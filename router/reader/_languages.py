@@ -25,8 +25,10 @@ _ALL_LANGUAGES = _r(
     r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
     r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
     r"|\bmultilingual\b|\bcross-?(?:language|lingual)\b|\bmehrsprachig\w*|\bsprachübergreifend\w*|(?<!\w)многоязычн\w*"
-    r"|\b(?:the\s+)?language\s+(?:does\s*n[o']?t|doesn't|does\s+not)\s+matter\b|\bany\s+language\s+is\s+fine\b"
-    r"|(?<!\w)язык\s+(?:не\s+важен|неважен|не\s+имеет\s+значения)|\bsprache\s+(?:ist\s+)?(?:egal|unwichtig)\b"
+    r"|\b(?:the\s+)?(?:(?:article|post|source)s?'?\s+)?language\s+(?:does\s*n[o']?t|doesn't|does\s+not)\s+matter\b"
+    r"|\bany\s+language\s+is\s+fine\b"
+    r"|(?<!\w)язык\s+(?:стат\w+\s+|материал\w+\s+|публикаци\w+\s+)?(?:не\s+важен|неважен|не\s+имеет\s+значения)"
+    r"|\bsprache\s+(?:der\s+(?:artikel|beiträge|quellen)\s+)?(?:ist\s+)?(?:egal|unwichtig)\b"
     r"|\bsprache\s+spielt\s+keine\s+rolle\b|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"
     r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|любых|любом)\s+язык\w*"
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
@@ -111,6 +113,17 @@ def _mentions(text: str) -> list[_Mention]:
     return found
 
 
+# A sentence ends between two mentions: "Die deutschen Seiten sind dünn. Such englische Artikel …" -- the
+# earlier sentence is context, the request names its own articles' language.
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+
+
+def _of_the_last_sentence(text: str, articles: list[_Mention]) -> list[_Mention]:
+    """The articles' languages the last sentence naming one names (all of them, when it is one sentence)."""
+    breaks = [i for i in range(1, len(articles)) if _SENTENCE_BREAK.search(text, articles[i - 1].end, articles[i].start)]
+    return articles[breaks[-1]:] if breaks else articles
+
+
 def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
     if not mention.phrase:
         return False
@@ -137,6 +150,7 @@ def language_cues(question: str) -> LanguageCues:
     if not answer_mentions and len(articles) >= 2 and articles[-1].phrase \
             and _END.match(question[articles[-1].end:]) and articles[-2].language != articles[-1].language:
         answer_mentions, articles = [articles[-1]], articles[:-1]  # "the Russian articles … in English"
+    articles = _of_the_last_sentence(question, articles)
     beside = None if answer_mentions else _answer_beside_articles(question, articles)
     if beside is not None:
         answer_mentions, articles = [beside], [m for m in articles if m is not beside]

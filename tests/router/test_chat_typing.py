@@ -179,3 +179,32 @@ async def test_a_pointing_word_in_the_request_takes_the_topic_from_the_context(q
 async def test_a_request_with_its_own_topic_leaves_the_contexts_names_out() -> None:
     tool, arguments = await _decide("Unser Team nutzt GitHub-Actions. Gibt es Artikel über Bundler?")
     assert tool == SEARCH and "github" not in str(arguments.get("text")).casefold()
+
+
+async def test_a_language_named_in_a_sentence_of_context_gives_way_to_the_requests_own() -> None:
+    tool, arguments = await _decide("Die russischen Seiten sind hier dünn. Such englische Beiträge über YJIT.")
+    assert (tool, arguments["language"]) == (SEARCH, "en")
+    # two languages in the request itself are both kept
+    tool, arguments = await _decide("Such deutsche und englische Beiträge über YJIT.")
+    assert sorted(arguments["language"]) == ["de", "en"]
+
+
+@pytest.mark.parametrize("question", [
+    "найди статьи про YJIT, язык статей неважен", "Such Beiträge zu YJIT, die Sprache der Artikel ist egal",
+    "find posts about YJIT, the article language doesn't matter",
+])
+async def test_the_articles_language_that_does_not_matter_searches_every_language(question: str) -> None:
+    tool, arguments = await _decide(question)
+    assert tool == SEARCH and arguments.get("language") is None
+
+
+@pytest.mark.parametrize(("question", "span"), [
+    ("posts about Bundler from Q3/24", (date(2024, 7, 1), date(2024, 9, 30))),
+    ("Beiträge zu Bundler aus H1/25", (date(2025, 1, 1), date(2025, 6, 30))),
+    ("посты про Bundler за Q1 '26", (date(2026, 1, 1), date(2026, 3, 31))),
+])
+def test_a_quarter_or_half_takes_a_two_digit_year_after_a_slash_or_an_apostrophe(
+    question: str, span: tuple[date, date]
+) -> None:
+    dates = read_question(question, TODAY).dates
+    assert dates is not None and (dates.date_from, dates.date_to) == span
