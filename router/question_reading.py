@@ -63,7 +63,7 @@ _STOPWORDS = frozenset(
     take возьми возьмите бери nimm nehmt nach suchen irgendwas irgendwelche поиск new нового новенького neues
     новое новенькое новенькие
     прям прямо вообще чём чем doch genau eigentlich halt denn sind ist подборку подборка selection auswahl
-    ищу ищем looking
+    ищу ищем looking every each
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic

@@ -39,6 +39,11 @@ def read_period(text: str, today: date) -> PeriodReading:
     consumed = {j for read in reads for j in range(read.first, read.next)}
     unread = _unread_phrases(tokens, consumed)
     spans = [(p.start, p.end) for p in found] + [(tokens[a].start, tokens[b].end) for a, b in unread]
+    since = _SINCE_THEN.search(text, found[-1].end) if found and found[-1].date_from is not None else None
+    if since is not None:  # "we adopted Certbot in 2022 … every post since then": from that period on
+        found[-1] = replace(found[-1], date_to_options=(today, None, date(today.year, 12, 31)), pinned_from=True,
+                            earliest_from=None, latest_to=None, future=False)
+        spans.append(since.span())
     phrases = tuple(text[tokens[a].start:tokens[b].end] for a, b in unread)
     return PeriodReading(_joined(found, text), phrases, " ".join(without_spans(text, spans).split()))
 
@@ -85,6 +90,9 @@ def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, 
     return spans
 
 
+# A period named before and pointed back at: "since then", "seitdem", "с тех пор".
+_SINCE_THEN = re.compile(r"\b(?:since\s+then|ever\s+since|seitdem|seither|seit\s+damals)\b"
+                         r"|(?<!\w)с\s+(?:тех\s+пор|того\s+времени|того\s+момента)(?!\w)", re.IGNORECASE)
 # A sentence ends between two periods: "Wir planen die Umstellung im Sommer. Welche Beiträge sind in diesem
 # Quartal erschienen?" -- the earlier sentence is context, the request's own period is the later one.
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")

@@ -208,3 +208,13 @@ def test_a_quarter_or_half_takes_a_two_digit_year_after_a_slash_or_an_apostrophe
 ) -> None:
     dates = read_question(question, TODAY).dates
     assert dates is not None and (dates.date_from, dates.date_to) == span
+
+
+@pytest.mark.parametrize(("question", "since"), [
+    ("We moved to Certbot in 2022. List every post about Certbot since then.", date(2022, 1, 1)),
+    ("Wir nutzen Certbot seit März 2023. Zeig mir alle Beiträge dazu seitdem.", date(2023, 3, 1)),
+    ("В 2021 мы перешли на Ruby 3. Покажи статьи про YJIT с тех пор.", date(2021, 1, 1)),
+])
+def test_since_then_runs_from_the_period_named_before_to_today(question: str, since: date) -> None:
+    dates = read_question(question, TODAY).dates
+    assert dates is not None and dates.date_from == since and dates.date_to == TODAY
