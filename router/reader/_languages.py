@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from infra.results import Language
-from router.reader._patterns import without_spans
+from router.reader._patterns import sentence_ends_between, without_spans
 from router.reader._patterns import words_pattern as _r
 from router.reader._spelling import inner_edits
 
@@ -113,14 +113,13 @@ def _mentions(text: str) -> list[_Mention]:
     return found
 
 
+
+
 # A sentence ends between two mentions: "Die deutschen Seiten sind dünn. Such englische Artikel …" -- the
 # earlier sentence is context, the request names its own articles' language.
-_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
-
-
 def _of_the_last_sentence(text: str, articles: list[_Mention]) -> list[_Mention]:
     """The articles' languages the last sentence naming one names (all of them, when it is one sentence)."""
-    breaks = [i for i in range(1, len(articles)) if _SENTENCE_BREAK.search(text, articles[i - 1].end, articles[i].start)]
+    breaks = [i for i in range(1, len(articles)) if sentence_ends_between(text, articles[i - 1].end, articles[i].start)]
     return articles[breaks[-1]:] if breaks else articles
 
 

@@ -26,3 +26,12 @@ def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
         position = end
     out.append(text[position:])
     return "".join(out)
+
+
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+
+
+def sentence_ends_between(text: str, start: int, end: int) -> bool:
+    """A sentence ends between ``start`` and ``end`` of ``text`` (a version's "3.4" ends none): what one
+    sentence names is context for the next one's request."""
+    return _SENTENCE_BREAK.search(text, start, end) is not None

@@ -10,7 +10,7 @@ from datetime import date
 
 from router.reader import _lexicon as lx
 from router.reader._numbers import NUMBER_WORDS
-from router.reader._patterns import without_spans
+from router.reader._patterns import sentence_ends_between, without_spans
 from router.reader._periods import DateExpectation, PhraseRead, expectation, period_at
 from router.reader._spelling import anchored, corrected, version_years
 from router.reader._tokens import Token, standalone_number, tokenize
@@ -93,17 +93,16 @@ def _unread_phrases(tokens: list[Token], consumed: set[int]) -> list[tuple[int, 
 # A period named before and pointed back at: "since then", "seitdem", "с тех пор".
 _SINCE_THEN = re.compile(r"\b(?:since\s+then|ever\s+since|seitdem|seither|seit\s+damals)\b"
                          r"|(?<!\w)с\s+(?:тех\s+пор|того\s+времени|того\s+момента)(?!\w)", re.IGNORECASE)
+
+
 # A sentence ends between two periods: "Wir planen die Umstellung im Sommer. Welche Beiträge sind in diesem
 # Quartal erschienen?" -- the earlier sentence is context, the request's own period is the later one.
-_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
-
-
 def _joined(found: list[DateExpectation], text: str) -> DateExpectation | None:
     """One period for the question: the first, or the span of several closed ones -- of the last sentence
     that names one."""
     if not found:
         return None
-    last_sentence = [i for i in range(1, len(found)) if _SENTENCE_BREAK.search(text, found[i - 1].end, found[i].start)]
+    last_sentence = [i for i in range(1, len(found)) if sentence_ends_between(text, found[i - 1].end, found[i].start)]
     if last_sentence:
         found = found[last_sentence[-1]:]
     first = found[0]
