@@ -51,8 +51,13 @@ def test_a_chat_form_inside_a_name_or_abbreviation_keeps_its_spelling(text: str)
     ("pull up the certbot posts n tell me what changed", SEARCH_AND_ASK),
     # "что есть про X" is "what there is about X": a list
     ("чё есть про bundler", SEARCH),
+    # an entry in another system: no tool makes one; asking how to make one is a question
+    ("My cert renewal keeps slipping. Create a reminder for next Monday.", None),
+    ("У нас обновление Bundler на следующей неделе. Заведи мне задачу в трекере.", None),
+    ("Trag mir einen Termin für das Zertifikats-Update ein.", None),
+    ("How do I set a reminder to renew certificates?", ASK),
 ])
-async def test_chat_spellings_route_like_their_standard_spelling(question: str, tool: str | None) -> None:
+async def test_chat_spellings_and_actions_elsewhere_route_by_their_form(question: str, tool: str | None) -> None:
     assert (await _decide(question))[0] == tool
 
 
@@ -66,8 +71,13 @@ async def test_chat_spellings_route_like_their_standard_spelling(question: str, 
     "and how does the rubygems trusted publishing work",
     # "чем" asks how two things differ
     "чем dns-01 отличается от http-01",
+    # a question reported or wished for
+    "I want to know how OCSP stapling works",
+    "Mein Teamleiter fragt, warum Let's Encrypt die Laufzeit verkürzt.",
+    "коллега спрашивает, зачем нужен CAA",
+    "Ich frage mich, ob Certbot schon ARI kann",
 ])
-async def test_a_question_without_its_mark_is_read_as_a_question(question: str) -> None:
+async def test_a_question_without_its_mark_or_reported_is_read_as_a_question(question: str) -> None:
     assert (await _decide(question))[0] == ASK
 
 
@@ -85,8 +95,16 @@ async def test_a_later_sentence_is_no_question_when_an_earlier_one_already_asks(
     ("bitte den beitrag über ocsp löschen", True),
     ("den artikel über yjit bitte offline nehmen", True),
     ("Bitte den Artikel über YJIT aktualisieren", True),
+    # a change whose object points back at the item the message named in an earlier sentence
+    ("Im Beitrag über Bundler 2.5 fehlt ein Link. Korrigier ihn bitte.", True),
+    ("The post on YJIT is listed twice. Remove the newer duplicate.", True),
+    ("В новости про RubyKaigi неверная дата. Исправь её.", True),
+    # a verb that shapes the answer, or a reading verb, on the same pronoun
+    ("Summarize the article about YJIT. Make it short.", False),
+    ("Найди статью про OCSP и напиши это по-немецки.", False),
+    ("Find the post about OCSP. Explain it in simple words.", False),
 ])
-def test_a_lower_case_german_message_writes_only_with_a_verb_of_change(question: str, writes: bool) -> None:
+def test_a_message_writes_only_with_a_verb_of_change_on_the_collection(question: str, writes: bool) -> None:
     assert (write_intent(question) is not None) is writes
 
 
@@ -124,42 +142,6 @@ def test_a_period_in_a_sentence_of_context_gives_way_to_the_requests_own() -> No
 ])
 async def test_a_selection_of_the_articles_is_their_list(question: str) -> None:
     assert (await _decide(question))[0] == SEARCH
-
-
-@pytest.mark.parametrize(("question", "writes"), [
-    # a change whose object points back at the item the message named
-    ("Im Beitrag über Bundler 2.5 fehlt ein Link. Korrigier ihn bitte.", True),
-    ("The post on YJIT is listed twice. Remove the newer duplicate.", True),
-    ("В новости про RubyKaigi неверная дата. Исправь её.", True),
-    # a verb that shapes the answer, or a reading verb, on the same pronoun
-    ("Summarize the article about YJIT. Make it short.", False),
-    ("Найди статью про OCSP и напиши это по-немецки.", False),
-    ("Find the post about OCSP. Explain it in simple words.", False),
-])
-def test_a_change_to_an_item_named_in_an_earlier_sentence_is_a_write(question: str, writes: bool) -> None:
-    assert (write_intent(question) is not None) is writes
-
-
-@pytest.mark.parametrize(("question", "tool"), [
-    # an entry in another system: no tool makes one
-    ("My cert renewal keeps slipping. Create a reminder for next Monday.", None),
-    ("У нас обновление Bundler на следующей неделе. Заведи мне задачу в трекере.", None),
-    ("Trag mir einen Termin für das Zertifikats-Update ein.", None),
-    # asking how to make one is a question
-    ("How do I set a reminder to renew certificates?", ASK),
-])
-async def test_an_entry_in_another_system_is_an_action_no_tool_does(question: str, tool: str | None) -> None:
-    assert (await _decide(question))[0] == tool
-
-
-@pytest.mark.parametrize("question", [
-    "I want to know how OCSP stapling works",
-    "Mein Teamleiter fragt, warum Let's Encrypt die Laufzeit verkürzt.",
-    "коллега спрашивает, зачем нужен CAA",
-    "Ich frage mich, ob Certbot schon ARI kann",
-])
-async def test_a_reported_or_wished_for_question_is_a_question(question: str) -> None:
-    assert (await _decide(question))[0] == ASK
 
 
 async def test_a_reported_question_about_which_articles_exist_asks_for_their_list() -> None:
