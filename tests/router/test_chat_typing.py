@@ -168,7 +168,8 @@ async def test_a_language_named_in_a_sentence_of_context_gives_way_to_the_reques
     assert (tool, arguments["language"]) == (SEARCH, "en")
     # two languages in the request itself are both kept
     tool, arguments = await _decide("Such deutsche und englische Beiträge über YJIT.")
-    assert sorted(arguments["language"]) == ["de", "en"]
+    languages = arguments["language"]
+    assert isinstance(languages, list) and sorted(languages) == ["de", "en"]
 
 
 @pytest.mark.parametrize("question", [
