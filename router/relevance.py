@@ -5,6 +5,7 @@ a passage (`router/similarity.py`), and the names-by-shape check."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 import time
@@ -20,6 +21,8 @@ from retrieval.embeddings import EmbedderRegistry
 from router.casing import Casing
 from router.request_examples import RequestExamples, RequestVote
 from router.similarity import CollectionSimilarity
+
+log = logging.getLogger("turnout.router")
 
 # A message below the bar that names things by their shape ("RubyGems", "YJIT") still passes when
 # one article holds all of them (measured on the dev half, docs/router.md).
@@ -126,8 +129,14 @@ class CollectionRelevance:
             return message
         now = time.monotonic()
         if self._casing is None or now - self._casing[0] > self.DOCUMENTS_TTL_S:
+            try:
+                texts = await recent_texts(self.pool)
+            except asyncpg.LockNotAvailableError:  # the table is being rewritten: as typed, and again in a minute
+                log.info("the collection's capitals were not learned (the articles table is locked); read as typed")
+                self._casing = (now - self.DOCUMENTS_TTL_S + 60.0, self._casing[1] if self._casing else Casing({}))
+                return self._casing[1].restored(message)
             # ~0.4 s for 1,209 articles: learned off the event loop, which serves other jobs meanwhile
-            self._casing = (now, await asyncio.to_thread(Casing.learned, await recent_texts(self.pool)))
+            self._casing = (now, await asyncio.to_thread(Casing.learned, texts))
         return self._casing[1].restored(message)
 
     async def similarity(self, message: str) -> float | None:

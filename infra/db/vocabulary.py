@@ -103,9 +103,13 @@ async def visible_documents(conn: PoolOrConnection) -> int:
 
 async def recent_texts(conn: PoolOrConnection, *, articles: int = 5000, body_chars: int = 4000) -> list[str]:
     """The summaries and the bodies' openings of the most recent visible localizations (the gate learns
-    the collection's capitals from them; bounded, so a large collection costs no more than this)."""
-    rows = await conn.fetch(
-        "SELECT summary, left(body_text, $2) AS body FROM localizations WHERE published AND NOT hidden "
-        "ORDER BY created_at DESC, id DESC LIMIT $1", articles, body_chars,
-    )
+    the collection's capitals from them; bounded, so a large collection costs no more than this).
+    Raises `asyncpg.LockNotAvailableError` after a second behind a lock (an import rewriting the table):
+    the gate does not wait for what only refines it."""
+    async with _connection(conn) as c, c.transaction():
+        await c.execute("SET LOCAL lock_timeout = '1s'")
+        rows = await c.fetch(
+            "SELECT summary, left(body_text, $2) AS body FROM localizations WHERE published AND NOT hidden "
+            "ORDER BY created_at DESC, id DESC LIMIT $1", articles, body_chars,
+        )
     return [text for row in rows for text in (row["summary"], row["body"]) if text]
