@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Casing"]
+__all__ = ["Casing", "typed_in_lower_case"]
 
 _WORD = re.compile(r"[^\W\d_][\w'’.+#-]*[\w+#]|[^\W\d_]", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -24,6 +24,11 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # word not counted), and at least MIN_SEEN times (once is a heading or an accident).
 MOST = 0.8
 MIN_SEEN = 2
+
+
+def typed_in_lower_case(message: str) -> bool:
+    """The writer used no capitals: case is no evidence of theirs (else theirs is the better evidence)."""
+    return message == message.lower()
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,6 @@ class Casing:
 
     def restored(self, message: str) -> str:
         """``message`` with the collection's capitals when it is typed all in lower case (else as it is)."""
-        if message != message.lower():
-            return message  # the writer uses case: theirs is the better evidence
+        if not typed_in_lower_case(message):
+            return message
         return _WORD.sub(lambda m: self.forms.get(m.group().casefold(), m.group()), message)

@@ -111,8 +111,8 @@ def fallback_decision(
     if later is not None:  # a conversational opening: the request's form and topic are in the later clause
         earlier = rest[: len(rest) - len(later)]
         own = keywords(later, drop=INTERROGATIVES) or ""
-        names = " ".join(_NAME.findall(earlier)) if not own or ANAPHOR.search(later) else ""
-        rest = f"{later} {names or (earlier if not own or ANAPHOR.search(later) else '')}".strip()
+        points_back = not own or ANAPHOR.search(later) is not None  # the topic is the earlier clause's
+        rest = f"{later} {(' '.join(_NAME.findall(earlier)) or earlier) if points_back else ''}".strip()
     only = LIST_ONLY.search(rest)
     if only is not None and not SEARCH_VERB.search(rest):
         rest = rest[: only.start()] + " " + rest[only.end():]  # "just the list": how, not what

@@ -397,12 +397,10 @@ def request_clause(text: str) -> str | None:
         # A question's form opens a later sentence, not a clause after a comma ("…, how bad is it" reads
         # as often as a relative clause as a question), after a sentence that asks nothing itself: "my cert
         # chain broke on old androids. whats going on with that".
-        if _SENTENCE_END.match(boundary.group()) and "?" not in text[: boundary.end()] and QUESTION_FORM.search(clause):
+        if boundary.group()[0] in ".!?" and "?" not in text[: boundary.end()] and QUESTION_FORM.search(clause):
             return clause
     return None
 
-
-_SENTENCE_END = re.compile(r"[.!?]\s+")
 
 
 def without_injection(text: str) -> str | None:

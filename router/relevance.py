@@ -18,7 +18,7 @@ from infra.db.vocabulary import LexemeStats, lexeme_stats, recent_texts, visible
 from infra.results import Language
 from infra.settings import Settings
 from retrieval.embeddings import EmbedderRegistry
-from router.casing import Casing
+from router.casing import Casing, typed_in_lower_case
 from router.request_examples import RequestExamples, RequestVote
 from router.similarity import CollectionSimilarity
 
@@ -125,8 +125,8 @@ class CollectionRelevance:
     async def _cased(self, message: str) -> str:
         """A message typed all in lower case with the collection's capitals (`router.casing`), which the
         meaning model reads; the table is learned again every ``DOCUMENTS_TTL_S``."""
-        if message != message.lower():
-            return message
+        if not typed_in_lower_case(message):
+            return message  # no need to learn the table for it
         now = time.monotonic()
         if self._casing is None or now - self._casing[0] > self.DOCUMENTS_TTL_S:
             try:

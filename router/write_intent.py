@@ -162,6 +162,7 @@ _SOURCE_PREPOSITION = _r(
 )
 _LOCATION_PREPOSITION = _r(r"^(?:in|inside|within|в|во|im|in|innerhalb)$")
 _OBJECT_PRONOUN = _r(r"^(?:it|them|those|her|его|её|ее|их|es|ihn|sie|diese)$")
+_NAMES_ITEM = _r(r"\b" + COLLECTION_NOUN + r"\b")  # the message names an article, a post, a Beitrag
 # Where a clause joins another: "… and save it", "… und rufe X auf".
 CONJUNCTION = _r(r"\s+(?:and|и|und|then|затем|потом|dann)\s+")
 _WORD = re.compile(r"[\w'’-]+", re.U)
@@ -200,11 +201,16 @@ def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
     return bool(re.fullmatch(_EN_DET, following, re.I) or re.fullmatch(_DE_DET, following, re.I))
 
 
+def _lead_stripped(clause: str) -> tuple[str, str]:
+    """The clause without its opener ("слушай, а", "hey so"), then also without its politeness ("could you")."""
+    opened = re.sub("^" + OPENER, "", clause, flags=re.I | re.U)
+    return opened, re.sub("^" + POLITE, "", opened, flags=re.I | re.U)
+
+
 def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
     """ "<imperative> <up to five words> <collection noun>", or "<imperative> it" after a clause
     that named the collection ("Translate the article … and save it")."""
-    opened = re.sub("^" + OPENER, "", clause, flags=re.I | re.U)
-    text = re.sub("^" + POLITE, "", opened, flags=re.I | re.U)
+    opened, text = _lead_stripped(clause)
     if text == opened and clause.rstrip().endswith("?"):
         return False  # "Haben die Beiträge über Ruby Kommentare?": a question, verb first; "Could you tag …?" asks
     words = _WORD.findall(text)
@@ -226,8 +232,6 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
 # The item a message named, referred to again: a pronoun, or "the (older) copy / one / duplicate".
 _SAME_ITEM = _r(r"^(?:copy|copies|duplicate|one|ones|version|entry|kopie|duplikat|eintrag|версию|копию|дубль|дубликат"
                 r"|запись)$")
-
-
 # Verbs that also shape the answer ("Make it short", "Напиши это по-немецки", "Schreib es kürzer").
 _SHAPES_THE_ANSWER = _r(r"^(?:make|write|compose|draft|set|сделай|напиши|написать|mach|mache|schreib|schreibe)$")
 
@@ -235,8 +239,7 @@ _SHAPES_THE_ANSWER = _r(r"^(?:make|write|compose|draft|set|сделай|напи
 def _changes_the_named_item(clause: str) -> bool:
     """A change imperative whose object points back at an item the message named ("Поправь её",
     "Delete the older copy", "publish it to the collection")."""
-    text = re.sub("^" + POLITE, "", re.sub("^" + OPENER, "", clause, flags=re.I | re.U), flags=re.I | re.U)
-    words = _WORD.findall(text)
+    words = _WORD.findall(_lead_stripped(clause)[1])
     if len(words) < 2 or not re.fullmatch(_WRITE_VERB, words[0], re.I) or _reads(words[0]) \
             or _SHAPES_THE_ANSWER.match(words[0]):
         return False
@@ -253,6 +256,8 @@ _GERMAN_READ_INFINITIVE = re.compile(
     r"|helfen|prüfen|überprüfen|bringen)$|^(?:zusammen|oben|unten|gestern|morgen|vorhanden|ihnen|denen|einen|allen|diesen|jenen|meinen|deinen|unseren"
     r"|neuen|letzten|ersten|anderen|beiden|neuesten|aktuellen|älteren|früheren)$"
 )
+
+
 def _in_a_period(text: str, at: int) -> bool:
     """The character at ``at`` is part of a period the reader finds in ``text`` (only its span matters here)."""
     period = find_period(text, date.today())
@@ -285,7 +290,7 @@ def _structural_write(clause: str, *, named_in_message: bool = False) -> bool:
     for part in CONJUNCTION.split(clause):
         if _acts_on_collection(part.strip(" ,"), named_before=named):
             return True
-        named = named or re.search(r"\b" + COLLECTION_NOUN + r"\b", part, re.I) is not None
+        named = named or _NAMES_ITEM.search(part) is not None
     return False
 
 
@@ -375,7 +380,7 @@ def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
     # An item named in one sentence is the object of a change in the next: "В статье про … опечатка. Поправь
     # её.", "… there's a duplicate post. Delete the older copy."
-    named = re.search(r"\b" + COLLECTION_NOUN + r"\b", text, re.IGNORECASE) is not None
+    named = _NAMES_ITEM.search(text) is not None
     for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
         if not clause or DIGEST_REQUEST.search(clause) or LIST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
             continue
@@ -383,7 +388,7 @@ def write_intent(text: str) -> str | None:
             return clause
         if _WRITE_OBJECT.search(clause):
             return clause
-        has_object = re.search(r"\b" + COLLECTION_NOUN + r"\b", clause, re.IGNORECASE)
+        has_object = _NAMES_ITEM.search(clause)
         if has_object and _STATE.search(clause) and _WRITE_TO_STATE.search(clause):
             return clause  # "Setz den Beitrag Impressum auf versteckt", "mark post 12 as hidden"
         if has_object and _GERMAN_INFINITIVE.search(clause) and not QUESTION_WORD.match(clause):

@@ -113,8 +113,6 @@ def _mentions(text: str) -> list[_Mention]:
     return found
 
 
-
-
 # A sentence ends between two mentions: "Die deutschen Seiten sind dünn. Such englische Artikel …" -- the
 # earlier sentence is context, the request names its own articles' language.
 def _of_the_last_sentence(text: str, articles: list[_Mention]) -> list[_Mention]:
