@@ -25,13 +25,17 @@ from workers.taskstats import queue_list_keys
 pytestmark = pytest.mark.usefixtures("celery_worker", "shared_corpus")  # the search finds articles: one round
 
 LATENCY_S = 0.25  # each routing round: jobs take real time, a flood takes seconds
+# The first jobs' round: they still run while the rest of the flood is submitted, so those are parked
+# however slowly a loaded machine takes the flood's requests (at 0.25 s one ended mid-flood in CI: 5 of 30 not parked).
+FIRST_ROUND_S = 4.0
+_SEARCH = ToolCall("SearchArticles", {"text": "security", "language": "en"})
 FLOOD = 30
 _SERIAL = itertools.count()
 
 
 @pytest.fixture
 def slow_llm(llm: ScriptedLLM) -> ScriptedLLM:
-    llm.on_chat(lambda body: Delay(LATENCY_S, ToolCall("SearchArticles", {"text": "security", "language": "en"})))
+    llm.on_chat(lambda body: Delay(LATENCY_S, _SEARCH))
     return llm
 
 
@@ -73,6 +77,7 @@ def _most_at_once(docs: list[dict[str, Any]]) -> int:
 def test_a_flooding_key_does_not_hold_back_another(client: httpx.Client, other_client: httpx.Client,
                                                    slow_llm: ScriptedLLM, settings: Settings) -> None:
     cap = settings.jobs_per_key_in_flight
+    slow_llm.script(*[Delay(FIRST_ROUND_S, _SEARCH)] * cap)
     flood = [_submit(client) for _ in range(FLOOD)]
     assert sum(not d["parked"] for d in flood) == cap and all(d["status"] == "queued" for d in flood)
     alone = _submit(other_client)
