@@ -33,16 +33,21 @@ _CHAT_FORM = re.compile(
 )
 
 
-# Russian words written with a hyphen, typed without it: "по русски" (по-русски), "10х годов" (10-х).
+# Russian words written with a hyphen, typed without it: "по русски" (по-русски), "10х годов" (10-х), "чтото"
+# (что-то); and the hard sign after a prefix typed as the soft one, "обьясни" (объясни), "подьезд": after these
+# prefixes a soft sign before е/ё/ю/я is no Russian spelling ("в" and "с" are left out: "вьюга", "семья").
 _DROPPED_HYPHEN = (
     (re.compile(r"(?<!\w)(по)\s+(русски|английски|немецки)(?!\w)", re.IGNORECASE), r"\1-\2"),
     (re.compile(r"(?<![\w.-])(\d{2,4})(х|ых|е|ые)(?=\s+год)", re.IGNORECASE), r"\1-\2"),
+    (re.compile(r"(?<![\w-])(что|кто|где|когда|как|какой|какая|какие|какую|чей|куда)(то|нибудь|либо)(?!\w)",
+                re.IGNORECASE), r"\1-\2"),
+    (re.compile(r"(?<![\w-])(об|от|под|над|из|раз|рас|без|бес|пред|меж)ь(?=[еёюя])", re.IGNORECASE), r"\1ъ"),
 )
 
 
 def in_standard_spelling(text: str) -> str:
-    """``text`` with the chat forms of function words spelt out ("can u fix …" → "can you fix …") and the
-    hyphens of Russian words put back ("по русски" → "по-русски")."""
+    """``text`` with the chat forms of function words spelt out ("can u fix …" → "can you fix …"), the
+    hyphens of Russian words put back ("по русски" → "по-русски") and a prefix's hard sign ("обьясни")."""
 
     def standard(match: re.Match[str]) -> str:
         form = match.group(1)

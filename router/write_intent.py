@@ -192,6 +192,8 @@ def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
         return False
     if _SOURCE_PREPOSITION.match(first) or _LOCATION_PREPOSITION.match(first):
         return False  # "Bitte von den frühesten Artikeln an": a clause opened by a preposition has no imperative
+    if re.fullmatch(r"[a-z]{2,}ing", first, re.I) and not _reads(first):
+        return False  # "Taking the Russian posts as the source, explain …": a participle opens the clause
     if re.match(r"[а-яё]", first, re.I):
         return bool(_RU_IMPERATIVE.match(first)) and not _RU_NOUN_ENDING.search(first) \
             and not _RU_ADJECTIVE_ENDING.search(first)
@@ -220,6 +222,8 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
         return True
     changes = _CHANGE_WORD.fullmatch(words[0]) is not None  # "скрой из выдачи все новости …": from where
     for i, word in enumerate(words[1:7], start=1):
+        if QUESTION_WORD.fullmatch(word):
+            return False  # "Уточни, как в статьях про …": the articles are the question clause's, not the verb's object
         if re.fullmatch(COLLECTION_NOUN, word, re.I):
             return True
         if _reads(word):
@@ -268,7 +272,14 @@ _GERMAN_OBJECT = _r(r"\b" + r"(?:den|die|das|dem|der|des|einen|eine|ein|alle|die
                     + COLLECTION_NOUN + r"\b")
 
 
+# A clause after a comma opened by a question word or a subordinator: its verb is last by German word order
+# ("Erklär mir, was die Beiträge … berichten"), and the collection noun is that clause's, not an object to change.
+_SUBORDINATE_LAST = _r(r",\s*(?:was|wie|welche\w*|warum|wieso|weshalb|wann|wo|wer|ob|dass|wor\w+|wo[rv]\w+)\s[^,]*$")
+
+
 def _german_verb_last(clause: str) -> bool:
+    if _SUBORDINATE_LAST.search(clause):
+        return False
     last = _GERMAN_LAST_VERB.search(clause)
     if last is not None and _in_a_period(clause, last.start(1)):
         return False  # "zeig mal die beiträge von vor 6 monaten": typed lower case, the period's unit

@@ -34,12 +34,15 @@ async def _decide(question: str) -> tuple[str | None, dict[str, object]]:
     # a Russian hyphen left out
     ("объясни по немецки", "объясни по-немецки"),
     ("посты 90х годов", "посты 90-х годов"),
+    ("есть чтонибудь про bundler", "есть что-нибудь про bundler"),
+    # the soft sign typed for a prefix's hard sign
+    ("обьясни разницу", "объясни разницу"), ("подьезд", "подъезд"), ("Разьясни", "Разъясни"),
 ])
 def test_chat_spellings_of_function_words_are_read_in_standard_spelling(typed: str, read: str) -> None:
     assert in_standard_spelling(typed) == read
 
 
-@pytest.mark.parametrize("text", ["posts about the U.S. mirrors", "n-gram search in Ruby", "U2 and Ruby", "CVE-2024-u"])
+@pytest.mark.parametrize("text", ["вьюга", "семья", "Обь", "posts about the U.S. mirrors", "n-gram search in Ruby", "U2 and Ruby", "CVE-2024-u"])
 def test_a_chat_form_inside_a_name_or_abbreviation_keeps_its_spelling(text: str) -> None:
     assert in_standard_spelling(text) == text
 
@@ -106,6 +109,12 @@ async def test_a_later_sentence_is_no_question_when_an_earlier_one_already_asks(
 ])
 def test_a_message_writes_only_with_a_verb_of_change_on_the_collection(question: str, writes: bool) -> None:
     assert (write_intent(question) is not None) is writes
+
+
+def test_a_misspelt_reading_verb_read_in_standard_spelling_is_no_write() -> None:
+    typed = "обьясни записи CAA из статьи про DNS"
+    assert write_intent(typed) is not None  # as typed, "обьясни" is no verb of reading
+    assert write_intent(in_standard_spelling(typed)) is None
 
 
 async def test_a_hyphen_left_out_still_names_the_answer_language_and_the_decade() -> None:

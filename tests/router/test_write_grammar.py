@@ -144,3 +144,18 @@ def test_taking_the_articles_reads_them_and_taking_them_down_changes_them(questi
 def test_a_lower_case_period_word_is_no_verb_and_a_colloquial_article_is_an_article(question: str,
                                                                                     writes: bool) -> None:
     assert (write_intent(question) is not None) is writes, question
+
+
+@pytest.mark.parametrize("question", [
+    # an -ing form opens a participle clause, not an imperative
+    "Taking the Russian posts as the source, explain in English what OCSP stapling is",
+    "Reading the German articles only, tell me what changed in Bundler 2",
+    # the collection noun inside a question clause is that clause's, not the verb's object
+    "Уточни, как в статьях про OCSP описан переход на CRL",
+    "Выясни, что в новостях про RubyGems сказано о MFA",
+    # German: the verb last in a question clause after a comma is that clause's; the articles its subject
+    "Erklär mir, was die englischen Beiträge zum Ende von Ruby 1.8 berichten",
+    "Such die Meldungen zu OpenSSL und sag mir, welche Pakete betroffen waren",
+])
+def test_a_participle_or_a_question_clause_holds_no_write(question: str) -> None:
+    assert write_intent(question) is None, question
