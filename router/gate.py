@@ -194,6 +194,9 @@ def unknown_tool(text: str, tools: Collection[str]) -> str | None:
 _MADE_THING = (
     r"(?:scripts?|functions?|methods?|class(?:es)?|programs?|snippets?|regex(?:es)?|regular\s+expressions?"
     r"|code|one-liners?|loops?|unit\s+tests?|sql|dockerfile|makefile"
+    # a file that configures or deploys something: a playbook, a config, a manifest, a chart
+    r"|playbooks?|configs?|configuration\s+files?|manifests?|helm\s+charts?|charts?|crontabs?|cron\s+jobs?"
+    r"|плейбук\w*|конфиг\w*|манифест\w*|чарт\w*|\w*playbook\w*|\w*konfig\w*|\w*config\w*|\w*manifest\w*"
     r"|скрипт\w*|функци\w*|метод\w*|класс\w*|программ\w*|код\w*|регулярк\w*|регулярн\w+\s+выражени\w*"
     r"|\w*(?:skript|script|funktion|methode|klasse|programm|code|regex|schleife)\w*"
     # a text of another kind than an answer: a poem, a song, a joke, an essay, a cover letter
@@ -265,6 +268,9 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 r"|тикет\w*|задач\w*|встреч\w*|событи\w*|таск\w*)(?!\w)"
                 r"|(?:setz|setze|erstell|erstelle|leg|lege|eröffne|trag|trage)\s+(?:mir\s+|uns\s+)?(?:\S+\s+){0,3}?"
                 r"(?:[\w-]+-)?(?:erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*\b"
+                # German puts the verb last after a modal: "Kannst du mir ein Jira-Ticket anlegen?"
+                r"|(?:uns\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*"
+                r"(?:\s+\S+){0,6}?\s+(?:anlegen|erstellen|eröffnen|eintragen|aufmachen|setzen|einrichten)\b"
                 r"|(?:buch|buche|reservier|reserviere|kauf|kaufe|bestell|bestelle)\s+(?:mir|uns|ein|eine|einen|den|die|das|tickets?)\b)")
 
 

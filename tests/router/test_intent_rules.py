@@ -399,3 +399,24 @@ def test_questions_read_by_their_form_with_both_languages(question: str, tool: s
 def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
     decision = fallback_decision(question, date(2026, 10, 1))
     assert (decision.tool, decision.arguments.get("text")) == (tool, text), decision.arguments
+
+
+@pytest.mark.parametrize("question", [
+    # a thing to write that is no answer: a playbook, a config, a manifest
+    "Schreib mir ein Ansible-Playbook, das Certbot installiert", "Write a docker-compose config for a Ruby app",
+    "Сгенерируй Helm-чарт для нашего сервиса", "Напиши конфиг nginx для редиректа на https",
+    # an entry in another system, its German verb last after a modal
+    "Könntest du mir für Freitag eine Erinnerung eintragen?", "Kannst du mir ein GitLab-Issue zum Ruby-Update anlegen?",
+])
+async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
+    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    assert verdict.refused, question
+
+
+@pytest.mark.parametrize("question", [
+    "Find the posts about the Ansible playbook for Certbot", "Какие статьи есть про конфиг nginx для Let's Encrypt?",
+    "Gibt es Beiträge darüber, wie man ein Ticket bei Let's Encrypt anlegt?",
+])
+async def test_the_articles_about_such_a_thing_are_no_task(question: str) -> None:
+    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    assert not verdict.refused, (question, verdict.reason)
