@@ -34,10 +34,13 @@ from router.intent import (
     LISTING_QUESTION,
     META,
     QUESTION_FORM,
+    RETELL_QUESTION,
     RETELL_SEPARATED,
     SEARCH_VERB,
+    an_aside,
     request_clause,
     small_talk,
+    without_asides,
     without_injection,
 )
 from router.question_reading import (
@@ -107,12 +110,17 @@ def fallback_decision(
         # "ich war im Urlaub …: was kam in den letzten 10 Tagen raus?": the opening is about the asker
         return FallbackDecision(SEARCH, _present(dict(filters)), "a closing question about what a period holds, "
                                 "no topic", reading)
+    rest = without_asides(rest)  # "What came out in May? I was on leave.": no topic, no form
     later = request_clause(rest)
     if later is not None:  # a conversational opening: the request's form and topic are in the later clause
         earlier = rest[: len(rest) - len(later)]
         own = keywords(later, drop=INTERROGATIVES) or ""
-        points_back = not own or ANAPHOR.search(later) is not None  # the topic is the earlier clause's
-        rest = f"{later} {(' '.join(_NAME.findall(earlier)) or earlier) if points_back else ''}".strip()
+        anaphor = ANAPHOR.search(later) is not None
+        points_back = not own or anaphor  # the topic is the earlier clause's
+        # unless the opening is an aside and nothing points at it: "Я был в отпуске, покажи всё, что вышло …"
+        aside = an_aside(earlier) and not anaphor
+        back = (' '.join(_NAME.findall(earlier)) or ("" if aside else earlier)) if points_back else ""
+        rest = f"{later} {back}".strip()
     only = LIST_ONLY.search(rest)
     if only is not None and not SEARCH_VERB.search(rest):
         rest = rest[: only.start()] + " " + rest[only.end():]  # "just the list": how, not what
@@ -125,6 +133,8 @@ def fallback_decision(
         if tool == ASK:
             return ask(reason)
         return combined(topic, reason)
+    if RETELL_QUESTION.search(rest) and dates is None and reading.sort is None:
+        return ask("a request to retell what the articles say")
     ask_clause = ASK_CLAUSE.search(rest)
     if SEARCH_VERB.search(rest):
         if ask_clause:
@@ -135,6 +145,9 @@ def fallback_decision(
     if LISTING_QUESTION.search(rest):
         if ask_clause:  # "Какие новости … вышли в этом году? Перескажи их по-русски."
             return combined(rest[: ask_clause.start()], "a question asking for a list followed by a request to answer")
+        second = _SECOND_QUESTION.search(rest)
+        if second is not None:
+            return combined(rest[: second.start()], "a question asking for a list and a question about what it lists")
         if reading.answer_asked is not None:  # a list needs no answer language: something is to be answered
             return combined(rest, "a question asking for a list with an answer in a named language")
         return search("a question asking for a list of articles")
@@ -159,6 +172,9 @@ def fallback_decision(
 
 
 _WORDS = re.compile(r"[\w.'+#-]+")
+# A second question joined to a listing one asks about what is listed: "which versions came out and what was
+# notable about them?", "какие релизы вышли и чем они отличаются?".
+_SECOND_QUESTION = _r(r"\s(?:and|und|и|а)\s+(?:what|how|why|was|wie|warum|wieso|что|как|чем|почему|зачем)(?!\w)")
 
 
 def _names_the_articles(text: str) -> bool:
@@ -211,7 +227,8 @@ def _produced(rest: str) -> tuple[str, str, str] | None:
 
 
 # A thing named by its shape (capitals, CamelCase, letters with digits): an earlier clause's topic.
-_NAME = re.compile(r"(?<![\w.])(?:[A-Z][\w'.+#-]*[A-Z0-9][\w.+#-]*|[A-Z][a-z]+[A-Z]\w*)(?![\w])")
+_NAME = re.compile(r"(?<![\w.])(?:[A-Z][\w'.+#-]*[A-Z0-9][\w.+#-]*|[A-Z][a-z]+[A-Z]\w*)(?![\w])"
+                   r"(?:\s+v?\d+(?:\.\d+)*(?![\w.]))?")  # with its version: "RubyGems 3.6"
 
 
 def _present(arguments: dict[str, Any]) -> dict[str, Any]:

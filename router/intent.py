@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from router.reader import COLLECTION_NOUN
 from router.reader import words_pattern as _r
 
 __all__ = [
@@ -172,6 +173,19 @@ SEARCH_VERB = _r(
     r"|^(?:kann|könnte|darf)\s+ich\b.*\b(?:sehen|haben|bekommen)\s*[?!.]*$"
 )
 # A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
+# The verbs of publishing: they say when or whether, not what ("what was published/вышло/erschienen", "wurden
+# … gemeldet", "kamen … raus"). Not "released" (what a release brought is a question about it) nor "писали"
+# ("что писали про X?" asks what was written).
+_PUBLICATION_WORDS = (
+    r"publish\w*|posted|опубликова\w*|публиковал\w*|вышл[аои]?|вышел|выходил\w*|вышедш\w*"
+    r"|veröffentlich\w*|erschien\w*|erschein\w*|publiziert|gemeldet|(?:raus|heraus)gekommen|(?:raus|heraus)gebracht"
+)
+# one word of one; "появилось" too ("что нового появилось в Ruby?" asks what, so no listing form)
+PUBLICATION_VERB = re.compile(r"(?:" + _PUBLICATION_WORDS + r"|появил\w*|came|kam|kamen)", re.I | re.U)
+_PUBLISHED = (
+    r"(?:(?<!\w)(?:" + _PUBLICATION_WORDS + r")|put\s+out|came\s+out|come\s+out|gone\s+out|went\s+out"
+    r"|(?<=\s)(?:raus|heraus)(?=\s*[?!.]*$))"  # a separable verb's particle last: "Kam … heraus?"
+)
 LISTING_QUESTION = _r(
     # whether the collection holds something: an existence question whose object is the articles or
     # "anything" ("Is there anything on OCSP from 2020?", "Есть ли в русских новостях что-нибудь про X?",
@@ -196,7 +210,8 @@ LISTING_QUESTION = _r(
     # "Какие статьи есть про …"; "anything on X?", "Gibt es etwas zu X?", "Есть что-нибудь про X?"
     r"|^(?:which|what)\s+(?!(?:do|does|did)\b)(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements|docs"
     r"|write-?ups|blog\s+posts)\b"
-    r"|^welche\s+(?:\w+\s+)?(?:artikel|beiträge|meldungen|nachrichten|news)\b"
+    r"|^welche\s+(?:\w+\s+)?[\w-]*(?:artikel|beiträge|meldungen|nachrichten|news|hinweise|mitteilungen"
+    r"|ankündigungen)\b"  # a compound's head names them too: "Welche Sicherheitsmeldungen gab es …?"
     r"|^какие\s+(?:\w+\s+)?(?:статьи|посты|новости|публикации|материалы)\b"
     r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning)\b"
     r"|^(?:gibt\s+es\s+)?(?:etwas|irgendwas|was)\s+(?:neues\s+)?(?:zu|über|zum|zur)\b"
@@ -211,6 +226,16 @@ LISTING_QUESTION = _r(
     r"|\b(?:anything|something|stuff)\s+(?:good\s+|new\s+|interesting\s+)?to\s+read\b"
     r"|(?<!\w)(?:что|чё|чо|чего|что-нибудь|что-то)\s+(?:\w+\s+)?почитать(?!\w)"
     r"|\b(?:etwas|was|irgendwas)\s+(?:\w+\s+)?zu\s+lesen\b"
+    # a question whose verb is one of publishing asks which articles came out: "Welche X wurden im Mai
+    # gemeldet?", "Was ist zu X rausgekommen?", "What did X put out on Y?", "Какие X публиковали в 2024?"
+    r"|^(?:what|which|was|welche\w*|что|какие|какой|какая|каких|ist|sind|wurde|wurden|kam|kamen|did|has|have)\s"
+    r"[^.?!]{0,80}?" + _PUBLISHED + r"(?!\w)"
+    # whether new items of a kind appeared: "Gab es neue X-Versionen?", "Were there any new X releases?",
+    # "Были ли новые релизы X?"; and which items of a kind there were: "Welche Sicherheitshinweise gab es?"
+    r"|^(?:gab|gibt)\s+es\s+[^.?!]{0,60}?(?<!\w)neue[nsr]?\s|^(?:were|are|was|is)\s+there\s+(?:any\s+)?new\s"
+    r"|^(?:был[иао]?|есть|вышл[иао]|выходил[иао]?)\s+ли\s+(?:[\w-]+\s+){0,3}?нов\w+\s"
+    # everything on a thing: "Alles zu X seit 2020?", "Всё про X", "everything on X"
+    r"|^(?:alles|всё|все|everything)\s+(?:über|zu|zum|zur|про|о|об|по|on|about)(?!\w)"
 )
 
 
@@ -274,7 +299,7 @@ BRIEF_ANSWER = _r(
 # "… just the list", "только список", "nur die Liste, bitte": the list is all that is wanted, whatever form
 # the rest of the message has.
 LIST_ONLY = _r(
-    r"\b(?:just|only|simply)\s+(?:the|a)\s+(?:list|titles|links)\b|\b(?:a|the)\s+list\s+(?:is\s+)?(?:enough|is\s+fine)\b"
+    r"\b(?:just|only|simply)\s+(?:the|a)\s+(?:list|titles|links)(?:\s+(?:is|would\s+be|will\s+do)(?:\s+(?:fine|enough|ok|okay|great))?)?\b|\b(?:a|the)\s+list\s+(?:is\s+)?(?:enough|is\s+fine)\b"
     r"|\b(?:as|in)\s+a\s+list\b"
     r"|(?<!\w)(?:только|просто|лишь)\s+(?:сам\w*\s+)?(?:список|ссылки|заголовки)(?!\w)|(?<!\w)списка\s+хватит(?!\w)"
     r"|(?<!\w)(?:просто\s+|только\s+)?списком(?!\w)"
@@ -292,6 +317,15 @@ ASK_VERB = _r(
     r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|compare|describe|tell me|recap|retell|paraphrase|recount"
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
     r"|erkläre?|erklär|fasse?|vergleiche?|beschreibe|schildere)\b"
+)
+# A reading verb whose object is a question ("Перескажи, о чём пишут статьи про X", "Fass zusammen, was die
+# Beiträge über X sagen", "Summarize what the posts say about X"): the answer to that question is asked, the
+# articles named inside it are where it is read, not a set to find first.
+RETELL_QUESTION = _r(
+    r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|recap|retell|describe|объясни|расскажи|опиши|перескажи|обобщи"
+    r"|erkläre?|erklär|fasse?|beschreibe|schildere)"
+    r"(?:\s+(?:me|us|мне|нам|mir|uns|kurz|briefly|кратко|коротко|zusammen|in\s+\w+|auf\s+\w+|по-\w+))*\s*,?\s*"
+    r"(?:what|how|why|which|что|как|почему|какие|о\s+ч[её]м|was|wie|warum|welche\w*|worüber)(?!\w)"
 )
 # German retelling verbs with their particle at the clause's end: "Gib … wieder", "Erzähl mir … nach, was …".
 RETELL_SEPARATED = _r(  # a version's dot ("Ruby 1.8") ends no clause
@@ -401,6 +435,53 @@ def request_clause(text: str) -> str | None:
             return clause
     return None
 
+
+
+# ---- the asker's asides after the request ----
+# A sentence after the request, or a purpose clause ("…, чтобы я мог …", "…, so I can …", "…, damit ich …"),
+# that speaks of the asker and names no thing is context: "What came out in May? I was on leave." Its words
+# are no topic, and its form no request. A sentence with a question, a request's form or the answer's shape
+# ("a short overview is enough") is kept, as is one that names a thing: "Anything new? We run Bundler 2.5."
+_FIRST_PERSON = _r(r"(?<![\w'])(?:i|i'm|i've|i'd|i'll|me|my|we|we're|we've|we'd|our|us|я|мне|меня|мной|мы|нам|нас|нами"
+                   r"|мо[йяеи]\w*|наш\w*|ich|mir|mich|wir|uns|unser\w*|mein\w*)(?![\w'])")
+_GERMAN_ASKER = _r(r"(?<!\w)(?:ich|mir|mich|wir|uns|unser\w*|mein\w*)(?!\w)")
+_SENTENCE_AFTER = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_PURPOSE = _r(r",?\s+(?:чтобы|so\s+(?:that\s+)?(?=(?:i|we)\b)|damit|um\s+(?=[^,.?!]*\bzu\b))")
+_ANSWER_SHAPE = _r(r"\b(?:list|summary|overview|explanation|liste|übersicht|überblick|zusammenfassung|erklärung)\b"
+                   r"|(?<!\w)(?:список|списком|сводк\w*|обзор\w*|резюме|пересказ\w*|объяснени\w*)(?!\w)")
+
+
+def _names_a_thing(text: str) -> bool:
+    """A word with a digit or a capital inside ("2.5", "OCSP", "RubyGems"), or, outside German, a capitalised
+    word after the first ("Bundler"): German capitalises every noun, so there only the first two tell."""
+    words = re.findall(r"[\w.'+#-]+", text)
+    if any(re.search(r"\d", w) or re.search(r"\w[A-ZА-ЯЁ]", w) for w in words):
+        return True
+    return not _GERMAN_ASKER.search(text) and any(w[:1].isupper() for w in words[1:])
+
+
+def _asks(text: str) -> bool:
+    return "?" in text or any(p.search(text) for p in (SEARCH_VERB, ASK_VERB, QUESTION_FORM, LISTING_QUESTION,
+                                                       ASK_CLAUSE, BRIEF_ANSWER, ARTICLES_PHRASE, SEARCH_CUE))
+
+
+def an_aside(text: str) -> bool:
+    """``text`` speaks of the asker, names no thing and asks nothing (see above)."""
+    return bool(_FIRST_PERSON.search(text)) and not _names_a_thing(text) and not _ANSWER_SHAPE.search(text) \
+        and not COLLECTION_NOUN.search(text) and not _asks(text)
+
+
+def without_asides(text: str) -> str:
+    """``text`` without the asker's asides after a first sentence that asks (see above)."""
+    first, *later = _SENTENCE_AFTER.split(text)
+    # "Long time no see. I need the posts on …": after a first sentence that asks nothing, the request is later
+    kept = [first] + [sentence for sentence in later if not (_asks(first) and an_aside(sentence))]
+    out = []
+    for sentence in kept:
+        purpose = _PURPOSE.search(sentence)
+        out.append(sentence[: purpose.start()].rstrip() + sentence[-1:] * (sentence[-1:] in ".!?")
+                   if purpose is not None and an_aside(sentence[purpose.end():]) else sentence)
+    return " ".join(out)
 
 
 def without_injection(text: str) -> str | None:

@@ -16,7 +16,15 @@ from typing import Any
 
 from infra.messages.ask import PublishedPeriod
 from infra.results import Language, LanguageFilter
-from router.intent import ASK_CLAUSE, BRIEF_ANSWER, LISTING_QUESTION, OFF_TOPIC, QUESTION_FORM, strip_greeting
+from router.intent import (
+    ASK_CLAUSE,
+    BRIEF_ANSWER,
+    LISTING_QUESTION,
+    OFF_TOPIC,
+    PUBLICATION_VERB,
+    QUESTION_FORM,
+    strip_greeting,
+)
 from router.language import written_language
 from router.material_language import material_language
 from router.reader import (
@@ -34,10 +42,6 @@ __all__ = [
     "question_period", "read_question", "retrieval_text",
 ]
 
-# Verbs of publication say when, not what: "what was published/вышло/erschienen", "kamen … raus".
-_PUBLICATION_VERB = re.compile(
-    r"(?:publish\w*|posted|came|опубликова\w*|публиковал\w*|вышл[аои]?|выходил\w*|вышедш\w*|появил\w*"
-    r"|veröffentlich\w*|erschien\w*|erschein\w*|kam|kamen)", re.I | re.U)
 # Order words, not topic ("die allerersten Beiträge", "die neuesten Beiträge", "новейшие статьи").
 _ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|\b(?:aller)?(?:älteste\w*|früheste\w*"
                          r"|neueste\w*|aktuellste\w*)|\ballererst\w*", re.I | re.U)
@@ -64,6 +68,7 @@ _STOPWORDS = frozenset(
     новое новенькое новенькие
     прям прямо вообще чём чем doch genau eigentlich halt denn sind ist подборку подборка selection auswahl
     ищу ищем looking every each
+    put alles neue neuen neuer ein eine einen einem einer
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
@@ -89,7 +94,7 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     def topical(w: str) -> bool:
         return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
             and not _ORDER_WORD.fullmatch(w) and not COLLECTION_NOUN.fullmatch(w) \
-            and not _PUBLICATION_VERB.fullmatch(w)  # "посты", "Meldungen": the collection, in any form
+            and not PUBLICATION_VERB.fullmatch(w)  # "посты", "Meldungen": the collection, in any form
 
     # A clitic "s" goes with the word it was split from: "gab's", "what's" are dropped whole; "Let's" stays.
     kept = [w for i, w in enumerate(words)

@@ -516,8 +516,11 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
             count, unit = found.count, found.unit
         return _window(i, found.next, shift(today, unit, -count), today)
     single = unit_at(tokens, j + 1)
-    # "the past year", "past month", "за последний год" (not "last year": the calendar one)
-    if single is None or fold_at(tokens, j + 1) in lx.PLURAL_UNITS or not (j > i or word == "past" or word.startswith("последн")):
+    # "the past year", "past month", "за последний год" (not "last year": the calendar one); "im letzten
+    # Halbjahr" is "the last half-year", rolling as in English and Russian (the German article is "im", "dem")
+    german_half = single is not None and single[0] == "half" and word.startswith(("letzt", "vergangen"))
+    if single is None or fold_at(tokens, j + 1) in lx.PLURAL_UNITS \
+            or not (j > i or word == "past" or word.startswith("последн") or german_half):
         return None
     unit, k = single
     if unit == "week" and not word.startswith("последн"):

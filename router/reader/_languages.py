@@ -30,7 +30,7 @@ _ALL_LANGUAGES = _r(
     r"|(?<!\w)язык\s+(?:стат\w+\s+|материал\w+\s+|публикаци\w+\s+)?(?:не\s+важен|неважен|не\s+имеет\s+значения)"
     r"|\bsprache\s+(?:der\s+(?:artikel|beiträge|quellen)\s+)?(?:ist\s+)?(?:egal|unwichtig)\b"
     r"|\bsprache\s+spielt\s+keine\s+rolle\b|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"
-    r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|любых|любом)\s+язык\w*"
+    r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|всем|любых|любым|любом|каждом|обоих|обоим)\s+(?:тр[её]х\s+|тр[её]м\s+)?язык\w*"
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
     r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"
     r"|\bsprachunabhängig\w*|\bunabhängig\s+von\s+der\s+sprache|\balle\s+sprachen\b"

@@ -156,7 +156,7 @@ def test_a_closing_question_about_a_period_searches_the_period_unless_the_openin
 
 
 @pytest.mark.parametrize("question", ["Статьи про Sunlight, язык не важен", "Posts on Sunlight, the language doesn't matter",
-                                      "Beiträge zu Sunlight, Sprache egal"])
+                                      "Beiträge zu Sunlight, Sprache egal", "Поищи по всем языкам статьи про Sunlight"])
 def test_a_language_that_does_not_matter_searches_every_language(question: str) -> None:
     decision = fallback_decision(question, TODAY)
     assert decision.tool == SEARCH and "language" not in decision.arguments and decision.arguments["text"] == "Sunlight"

@@ -70,3 +70,17 @@ def test_a_week_is_read_by_its_number(question: str, today: date, week: tuple[da
 def test_a_bare_week_number_or_a_count_of_weeks_is_no_numbered_week(question: str) -> None:
     period = read_cues(question, date(2026, 4, 15)).period.period
     assert period is None or period.date_to == date(2026, 4, 15)  # none, or the rolling 12 weeks
+
+
+@pytest.mark.parametrize("question", [
+    "Was gab es im letzten Halbjahr zu Certbot?", "Beiträge über OCSP aus dem vergangenen Halbjahr",
+    "Posts about OCSP from the last half-year", "Статьи про OCSP за последнее полугодие",
+])
+def test_the_last_half_year_is_the_six_months_up_to_today_in_every_language(question: str) -> None:
+    period = read_cues(question, date(2025, 12, 1)).period.period  # the convention (docs/router.md): rolling
+    assert period is not None and (period.date_from, period.date_to) == (date(2025, 6, 1), date(2025, 12, 1))
+
+
+def test_the_previous_half_year_in_russian_is_the_calendar_half_before_this_one() -> None:
+    period = read_cues("Статьи про OCSP за прошлое полугодие", date(2025, 12, 1)).period.period
+    assert period is not None and (period.date_from, period.date_to) == (date(2025, 1, 1), date(2025, 6, 30))
