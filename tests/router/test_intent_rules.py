@@ -9,7 +9,7 @@ from datetime import date
 import pytest
 
 from router.fallback import fallback_decision
-from router.gate import check_request, unknown_tool, write_intent
+from router.gate import GateVerdict, check_request, unknown_tool, write_intent
 
 TODAY = date(2026, 11, 29)
 
@@ -51,8 +51,12 @@ def test_politeness_before_a_search_is_no_write(question: str) -> None:
     "what is the derivative of x^3", "integrate sin(x) dx",
 ])
 async def test_a_maths_task_is_refused(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
-    assert verdict.refused, question
+    assert (await _rules_verdict(question)).refused, question
+
+
+async def _rules_verdict(question: str) -> GateVerdict:
+    """The gate's verdict by its rules alone (no relevance measured, no tools)."""
+    return await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
 
 
 @pytest.mark.parametrize("question", [
@@ -409,8 +413,7 @@ def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
     "Könntest du mir für Freitag eine Erinnerung eintragen?", "Kannst du mir ein GitLab-Issue zum Ruby-Update anlegen?",
 ])
 async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
-    assert verdict.refused, question
+    assert (await _rules_verdict(question)).refused, question
 
 
 @pytest.mark.parametrize("question", [
@@ -418,5 +421,5 @@ async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
     "Gibt es Beiträge darüber, wie man ein Ticket bei Let's Encrypt anlegt?",
 ])
 async def test_the_articles_about_such_a_thing_are_no_task(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    verdict = await _rules_verdict(question)
     assert not verdict.refused, (question, verdict.reason)
