@@ -31,6 +31,7 @@ from datetime import date
 
 from router.reader._calendar import shift, unit_span
 from router.reader._languages import COLLECTION_NOUN, LanguageCues, language_cues
+from router.reader._number_words import spelled_numbers_as_digits
 from router.reader._numbers import NUMBER_WORD_ALTERNATION, NUMBER_WORDS, number_value
 from router.reader._order import OrderReading, read_order
 from router.reader._patterns import cut_match, words_pattern
@@ -47,6 +48,7 @@ from router.reader._vocabulary import (
 )
 
 __all__ = [
+    "spelled_numbers_as_digits",
     "COLLECTION_NOUN",
     "NUMBER_WORD_ALTERNATION",
     "cut_match",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from router.reader import _lexicon as lx
+from router.reader._number_words import spelled_numbers_as_digits
 from router.reader._numbers import NUMBER_WORDS
 from router.reader._patterns import sentence_ends_between, without_spans
 from router.reader._periods import DateExpectation, PhraseRead, expectation, period_at
@@ -24,6 +25,9 @@ class PeriodReading:
 
 
 def read_period(text: str, today: date) -> PeriodReading:
+    """The period ``text`` names; its spans, phrases and rest are of ``text`` with the years and versions
+    said in words written in digits ("posts from twenty twenty four" reads as "posts from 2024")."""
+    text = spelled_numbers_as_digits(text)
     tokens, changed = corrected(tokenize(text))
     versions = version_years(tokens)  # on the corrected words: "Febuary 2025" is no product
     tokens = [replace(t, version=True) if i in versions else t for i, t in enumerate(tokens)]
