@@ -84,3 +84,18 @@ def test_the_last_half_year_is_the_six_months_up_to_today_in_every_language(ques
 def test_the_previous_half_year_in_russian_is_the_calendar_half_before_this_one() -> None:
     period = read_cues("Статьи про OCSP за прошлое полугодие", date(2025, 12, 1)).period.period
     assert period is not None and (period.date_from, period.date_to) == (date(2025, 1, 1), date(2025, 6, 30))
+
+
+@pytest.mark.parametrize("question", [
+    "Ruby posts from the last quarter", "Статьи про Ruby за последний квартал", "Beiträge aus dem letzten Quartal",
+    "posts from last quarter", "статьи за прошлый квартал",
+])
+def test_the_last_quarter_is_the_calendar_quarter_before_this_one(question: str) -> None:
+    period = read_cues(question, date(2026, 11, 3)).period.period  # the convention (docs/router.md)
+    assert period is not None and (period.date_from, period.date_to) == (date(2026, 7, 1), date(2026, 9, 30))
+
+
+@pytest.mark.parametrize("question", ["posts from the past quarter", "статьи за последние три месяца"])
+def test_the_past_quarter_or_three_months_is_the_window_up_to_today(question: str) -> None:
+    period = read_cues(question, date(2026, 11, 3)).period.period
+    assert period is not None and period.date_to == date(2026, 11, 3)
