@@ -16,7 +16,7 @@ import re
 from datetime import date
 
 from router.intent import DIGEST_REQUEST, LIST_REQUEST
-from router.reader import find_period
+from router.reader import find_period, spelled_numbers_as_digits
 from router.reader import words_pattern as _r
 
 # ---- the collection as an object ----
@@ -218,6 +218,8 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
     words = _WORD.findall(text)
     if not words or QUESTION_WORD.match(words[0]) or not _imperative(words, after_modal=text != opened):
         return False
+    if _in_a_period(text, text.find(words[0])):
+        return False  # "прошлой зимой новости руби": the first word is a period's ("прошлой"), no imperative
     if named_before and len(words) > 1 and _OBJECT_PRONOUN.match(words[1]):
         return True
     changes = _CHANGE_WORD.fullmatch(words[0]) is not None  # "скрой из выдачи все новости …": from where
@@ -263,8 +265,10 @@ _GERMAN_READ_INFINITIVE = re.compile(
 
 
 def _in_a_period(text: str, at: int) -> bool:
-    """The character at ``at`` is part of a period the reader finds in ``text`` (only its span matters here)."""
+    """The character at ``at`` is part of a period the reader finds in ``text`` (only its span matters here).
+    The reader's spans are of the text with years in words written in digits; ``at`` is counted from the end."""
     period = find_period(text, date.today())
+    at += len(spelled_numbers_as_digits(text)) - len(text)
     return period is not None and period.start <= at < period.end
 
 

@@ -411,6 +411,10 @@ def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
     "Сгенерируй Helm-чарт для нашего сервиса", "Напиши конфиг nginx для редиректа на https",
     # an entry in another system, its German verb last after a modal
     "Könntest du mir für Freitag eine Erinnerung eintragen?", "Kannst du mir ein GitLab-Issue zum Ruby-Update anlegen?",
+    # a timer, an alarm, a reminder said with its time, tickets counted
+    "start a timer for five minutes", "заведи будильник на восемь", "Stell mir einen Timer auf zehn Minuten",
+    "напомни в пятницу обновить certbot", "remind me on Monday to renew the cert", "erinnere mich übermorgen ans Update",
+    "buy three tickets for EuRuKo", "забронируй два билета на RubyConf",
 ])
 async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
     assert (await _rules_verdict(question)).refused, question

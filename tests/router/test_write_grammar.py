@@ -159,3 +159,8 @@ def test_a_lower_case_period_word_is_no_verb_and_a_colloquial_article_is_an_arti
 ])
 def test_a_participle_or_a_question_clause_holds_no_write(question: str) -> None:
     assert write_intent(question) is None, question
+
+
+@pytest.mark.parametrize("question", ["прошлой осенью статьи про Bundler", "позапрошлой весной новости про YJIT"])
+def test_a_period_word_first_is_no_imperative(question: str) -> None:
+    assert write_intent(question) is None, question
