@@ -18,6 +18,7 @@ __all__ = [
     "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_ONLY", "LIST_REQUEST", "RETELL_SEPARATED",
     "EMBEDDED_QUESTION", "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "attacks", "injected", "small_talk", "strip_greeting", "without_injection",
+    "FILLERS", "PUBLICATION_VERB", "RETELL_QUESTION", "an_aside", "without_asides",
 ]
 
 
@@ -89,7 +90,9 @@ OFF_TOPIC = _r(
     r"|уравнени|производн|интеграл|\b(?:löse|gleichung\w*|ableitung\w*|integriere)\b"
     r"|(?<![\w.-])[a-z]\s*\^\s*\d|(?<![\w.-])\d+[a-z]\s*[-+]\s*\d+\s*=|\bsin\s*\(\s*x\s*\)"
 )
-POLITE = (
+# A dictated message's fillers before its request ("ну эээ покажи …", "um so uh show me …", "äh zeig mal …").
+FILLERS = r"(?:(?:ну|э+|э+м|хм+|короче|типа|um+|uh+m?|hmm+|erm|äh+m?|öh+m?|so|also)[,\s]+)*"
+POLITE = FILLERS + (
     r"(?:(?:please|kindly|bitte|пожалуйста|будьте добры)[,\s]+|(?:could|can|would)\s+you\s+(?:please\s+|kindly\s+)?"
     r"|(?:könnten|können|kannst|könntest)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"
     r"|(?:не\s+могли\s+бы\s+вы|можешь|можете)\s+(?:мне\s+)?)?"
@@ -314,16 +317,16 @@ LIST_REQUEST = _producing(
 )
 # "Summarize the articles about X", "Перескажи статьи про X": an answer over a found set.
 ASK_VERB = _r(
-    r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|compare|describe|tell me|recap|retell|paraphrase|recount"
-    r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко"
-    r"|erkläre?|erklär|fasse?|vergleiche?|beschreibe|schildere)\b"
+    r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|compare|describe|tell me|recap|retell|paraphrase|recount|answer"
+    r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|резюмируй|кратко|ответь"
+    r"|erkläre?|erklär|fasse?|vergleiche?|beschreibe|schildere|beantworte)\b"
 )
 # A reading verb whose object is a question ("Перескажи, о чём пишут статьи про X", "Fass zusammen, was die
 # Beiträge über X sagen", "Summarize what the posts say about X"): the answer to that question is asked, the
 # articles named inside it are where it is read, not a set to find first.
 RETELL_QUESTION = _r(
-    r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|recap|retell|describe|объясни|расскажи|опиши|перескажи|обобщи"
-    r"|erkläre?|erklär|fasse?|beschreibe|schildere)"
+    r"^" + POLITE + r"(?:explain|summari[sz]e|sum\s+up|recap|retell|describe|answer|объясни|расскажи|опиши|перескажи"
+    r"|обобщи|ответь|erkläre?|erklär|fasse?|beschreibe|schildere|beantworte)"
     r"(?:\s+(?:me|us|мне|нам|mir|uns|kurz|briefly|кратко|коротко|zusammen|in\s+\w+|auf\s+\w+|по-\w+))*\s*,?\s*"
     r"(?:what|how|why|which|что|как|почему|какие|о\s+ч[её]м|was|wie|warum|welche\w*|worüber)(?!\w)"
 )

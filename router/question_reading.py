@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 # Order words, not topic ("die allerersten Beiträge", "die neuesten Beiträge", "новейшие статьи").
-_ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|\b(?:aller)?(?:älteste\w*|früheste\w*"
+_ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|перв(?:ые|ых)|\b(?:aller)?(?:älteste\w*|früheste\w*"
                          r"|neueste\w*|aktuellste\w*)|\ballererst\w*", re.I | re.U)
 _STOPWORDS = frozenset(
     """
@@ -68,7 +68,8 @@ _STOPWORDS = frozenset(
     новое новенькое новенькие
     прям прямо вообще чём чем doch genau eigentlich halt denn sind ist подборку подборка selection auswahl
     ищу ищем looking every each
-    put alles neue neuen neuer ein eine einen einem einer
+    put alles neue neuen neuer ein eine einen einem einer ever
+    ну э ээ эээ эм хм короче типа um umm uh uhm hmm erm äh ähm öh öhm so
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic

@@ -128,6 +128,9 @@ async def test_a_hyphen_left_out_still_names_the_answer_language_and_the_decade(
     ("покажи прям все посты про bundler", "bundler"),
     ("zeig doch mal die beiträge zu yjit", "yjit"),
     ("о чём вообще писали про prism", "prism"),
+    # a dictated message's fillers
+    ("ну эээ покажи посты про bundler", "bundler"), ("um so uh show me posts about yjit", "yjit"),
+    ("äh zeig mal beiträge zu prism", "prism"), ("короче найди статьи про rexml", "rexml"),
 ])
 def test_spoken_particles_are_no_topic(question: str, topic: str) -> None:
     assert keywords(read_question(question, TODAY).rest) == topic

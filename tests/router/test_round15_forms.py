@@ -91,3 +91,32 @@ def test_a_sentence_about_the_asker_after_the_request_is_no_topic(question: str,
 def test_a_sentence_about_the_asker_that_names_a_thing_keeps_it_as_the_topic(question: str) -> None:
     decision = fallback_decision(question, TODAY)
     assert decision.tool is not None and decision.arguments.get("text"), (question, decision.arguments)
+
+
+@pytest.mark.parametrize("question", ["the first ever posts on YJIT", "самые первые статьи про YJIT",
+                                      "allererste Beiträge zu YJIT"])
+def test_the_first_ever_posts_are_the_oldest(question: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.arguments.get("sort") == "oldest" and decision.arguments.get("text") == "YJIT", decision.arguments
+
+
+@pytest.mark.parametrize(("question", "tool"), [
+    ("so um what exactly is OCSP stapling", ASK), ("ну э что такое CAA", ASK), ("äh was ist eigentlich ACME", ASK),
+    ("so what came out last month about Bundler", SEARCH),
+])
+def test_a_dictated_messages_fillers_do_not_hide_its_form(question: str, tool: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == tool, (question, decision.tool, decision.reason)
+
+
+@pytest.mark.parametrize("question", ["compare the Bundler 2.4 and 2.5 posts", "сравни YJIT и MJIT",
+                                      "Vergleiche Certbot und acme.sh"])
+def test_a_request_to_compare_searches_the_things_compared_first(question: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == SEARCH_AND_ASK and decision.arguments.get("text"), (question, decision.arguments)
+
+
+@pytest.mark.parametrize("question", ["ответь по-немецки, что такое OCSP", "answer in Russian: what is ACME?"])
+def test_a_request_to_answer_is_a_question_to_answer(question: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == ASK, (question, decision.tool, decision.reason)
