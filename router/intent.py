@@ -175,7 +175,6 @@ SEARCH_VERB = _r(
     r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
     r"|^(?:kann|könnte|darf)\s+ich\b.*\b(?:sehen|haben|bekommen)\s*[?!.]*$"
 )
-# A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
 # The verbs of publishing: they say when or whether, not what ("what was published/вышло/erschienen", "wurden
 # … gemeldet", "kamen … raus"). Not "released" (what a release brought is a question about it) nor "писали"
 # ("что писали про X?" asks what was written).
@@ -189,6 +188,7 @@ _PUBLISHED = (
     r"(?:(?<!\w)(?:" + _PUBLICATION_WORDS + r")|put\s+out|came\s+out|come\s+out|gone\s+out|went\s+out"
     r"|(?<=\s)(?:raus|heraus)(?=\s*[?!.]*$))"  # a separable verb's particle last: "Kam … heraus?"
 )
+# A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
 LISTING_QUESTION = _r(
     # whether the collection holds something: an existence question whose object is the articles or
     # "anything" ("Is there anything on OCSP from 2020?", "Есть ли в русских новостях что-нибудь про X?",
@@ -302,7 +302,9 @@ BRIEF_ANSWER = _r(
 # "… just the list", "только список", "nur die Liste, bitte": the list is all that is wanted, whatever form
 # the rest of the message has.
 LIST_ONLY = _r(
-    r"\b(?:just|only|simply)\s+(?:the|a)\s+(?:list|titles|links)(?:\s+(?:is|would\s+be|will\s+do)(?:\s+(?:fine|enough|ok|okay|great))?)?\b|\b(?:a|the)\s+list\s+(?:is\s+)?(?:enough|is\s+fine)\b"
+    r"\b(?:just|only|simply)\s+(?:the|a)\s+(?:list|titles|links)"
+    r"(?:\s+(?:is|would\s+be|will\s+do)(?:\s+(?:fine|enough|ok|okay|great))?)?\b"  # "Just the list is fine."
+    r"|\b(?:a|the)\s+list\s+(?:is\s+)?(?:enough|is\s+fine)\b"
     r"|\b(?:as|in)\s+a\s+list\b"
     r"|(?<!\w)(?:только|просто|лишь)\s+(?:сам\w*\s+)?(?:список|ссылки|заголовки)(?!\w)|(?<!\w)списка\s+хватит(?!\w)"
     r"|(?<!\w)(?:просто\s+|только\s+)?списком(?!\w)"
@@ -478,8 +480,10 @@ def without_asides(text: str) -> str:
     """``text`` without the asker's asides after a first sentence that asks (see above)."""
     first, *later = _SENTENCE_AFTER.split(text)
     # "Long time no see. I need the posts on …": after a first sentence that asks nothing, the request is later
-    kept = [first] + [sentence for sentence in later if not (_asks(first) and an_aside(sentence))]
-    out = []
+    if _asks(first):
+        later = [sentence for sentence in later if not an_aside(sentence)]
+    out: list[str] = []
+    kept = [first, *later]
     for sentence in kept:
         purpose = _PURPOSE.search(sentence)
         out.append(sentence[: purpose.start()].rstrip() + sentence[-1:] * (sentence[-1:] in ".!?")

@@ -266,9 +266,9 @@ _GERMAN_READ_INFINITIVE = re.compile(
 
 def _in_a_period(text: str, at: int) -> bool:
     """The character at ``at`` is part of a period the reader finds in ``text`` (only its span matters here).
-    The reader's spans are of the text with years in words written in digits; ``at`` is counted from the end."""
+    The reader's spans are of the text with years in words written in digits: ``at`` is moved as they move it."""
     period = find_period(text, date.today())
-    at += len(spelled_numbers_as_digits(text)) - len(text)
+    at = len(spelled_numbers_as_digits(text[:at]))
     return period is not None and period.start <= at < period.end
 
 
@@ -278,7 +278,7 @@ _GERMAN_OBJECT = _r(r"\b" + r"(?:den|die|das|dem|der|des|einen|eine|ein|alle|die
 
 # A clause after a comma opened by a question word or a subordinator: its verb is last by German word order
 # ("Erklär mir, was die Beiträge … berichten"), and the collection noun is that clause's, not an object to change.
-_SUBORDINATE_LAST = _r(r",\s*(?:was|wie|welche\w*|warum|wieso|weshalb|wann|wo|wer|ob|dass|wor\w+|wo[rv]\w+)\s[^,]*$")
+_SUBORDINATE_LAST = _r(r",\s*(?:was|wie|welche\w*|warum|wieso|weshalb|wann|wo\w*|wer|ob|dass)\s[^,]*$")
 
 
 def _german_verb_last(clause: str) -> bool:

@@ -164,3 +164,9 @@ def test_a_participle_or_a_question_clause_holds_no_write(question: str) -> None
 @pytest.mark.parametrize("question", ["прошлой осенью статьи про Bundler", "позапрошлой весной новости про YJIT"])
 def test_a_period_word_first_is_no_imperative(question: str) -> None:
     assert write_intent(question) is None, question
+
+
+def test_a_period_in_words_before_the_last_verb_keeps_the_verb_in_place() -> None:
+    """The reader's spans are of the text with the year in digits: the German last word is still found in them."""
+    assert write_intent("zeig mal die beiträge von zweitausendzwanzig bis vor 6 monaten") is None
+    assert write_intent("bitte den beitrag über ocsp aus zweitausendzwanzig löschen") is not None
