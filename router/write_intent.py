@@ -16,7 +16,7 @@ import re
 from datetime import date
 
 from router.intent import DIGEST_REQUEST, LIST_REQUEST
-from router.reader import find_period, spelled_numbers_as_digits
+from router.reader import as_the_grammar_reads, find_period
 from router.reader import words_pattern as _r
 
 # ---- the collection as an object ----
@@ -266,9 +266,10 @@ _GERMAN_READ_INFINITIVE = re.compile(
 
 def _in_a_period(text: str, at: int) -> bool:
     """The character at ``at`` is part of a period the reader finds in ``text`` (only its span matters here).
-    The reader's spans are of the text with years in words written in digits: ``at`` is moved as they move it."""
+    The reader's spans are of the text as the grammar reads it (years in digits, holidays as days): ``at`` is
+    moved as that moves it."""
     period = find_period(text, date.today())
-    at = len(spelled_numbers_as_digits(text[:at]))
+    at = len(as_the_grammar_reads(text[:at]))
     return period is not None and period.start <= at < period.end
 
 

@@ -36,7 +36,7 @@ from router.reader._numbers import NUMBER_WORD_ALTERNATION, NUMBER_WORDS, number
 from router.reader._order import OrderReading, read_order
 from router.reader._patterns import cut_match, words_pattern
 from router.reader._periods import DateExpectation
-from router.reader._scan import PeriodReading, read_period
+from router.reader._scan import PeriodReading, as_the_grammar_reads, read_period
 from router.reader._spelling import inner_edits
 from router.reader._vocabulary import (
     LANGUAGE_NOUNS,
@@ -48,6 +48,7 @@ from router.reader._vocabulary import (
 )
 
 __all__ = [
+    "as_the_grammar_reads",
     "spelled_numbers_as_digits",
     "COLLECTION_NOUN",
     "NUMBER_WORD_ALTERNATION",

@@ -1,6 +1,8 @@
 """Counts in a period: digits, numerals as words (ru/en/de, inflected; to ninety-nine, compounds
 included: "twenty-five", "двадцать пять", "fünfundzwanzig") and the fractions people use for
-periods ("полгода", "half a year", "ein halbes Jahr", "полтора года", "a fortnight").
+periods ("полгода", "half a year", "ein halbes Jahr", "полтора года", "a fortnight"), and vague counts read as a
+number, as people who use them label them (round 16): a couple ("пару", "ein paar") is two, a few ("несколько",
+"einige") three.
 
 Why not a library: text2num reads English and German numerals but no Russian; num2words goes the
 other way (the tests use it to spell the matrix's counts, an independent computation)."""
@@ -112,16 +114,19 @@ def _half(tokens: list[Token], i: int) -> Amount | None:
 
 
 # "a couple of weeks", "couple months", "пару недель", "пару месяцев": two (not "ein paar": a few).
-_COUPLE = frozenset({"couple", "пару", "пара"})
+# A vague count read as a number: a couple ("пару", "ein paar") is two, a few ("несколько", "einige") three.
+_VAGUE_COUNTS = {"couple": 2, "пару": 2, "пара": 2, "paar": 2, "few": 3, "несколько": 3, "нескольких": 3,
+                 "einige": 3, "einigen": 3}
 
 
 def _couple(tokens: list[Token], i: int) -> Amount | None:
-    j = i + 1 if i < len(tokens) and tokens[i].fold in ("a", "the") else i
-    if j >= len(tokens) or tokens[j].fold not in _COUPLE:
+    j = i + 1 if i < len(tokens) and tokens[i].fold in ("a", "the", "ein") else i
+    if j >= len(tokens) or tokens[j].fold not in _VAGUE_COUNTS:
         return None
     k = j + 2 if j + 1 < len(tokens) and tokens[j + 1].fold == "of" else j + 1
     unit = _unit(tokens, k)
-    return Amount(2, unit, i, k + 1) if unit is not None and unit not in ("quarter", "half") else None
+    count = _VAGUE_COUNTS[tokens[j].fold]
+    return Amount(count, unit, i, k + 1) if unit is not None and unit not in ("quarter", "half") else None
 
 
 def inverted_amount(tokens: list[Token], i: int) -> Amount | None:

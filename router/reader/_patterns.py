@@ -28,7 +28,7 @@ def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+_SENTENCE_BREAK = re.compile(r"[.!?:]\s+\S")  # a colon too: "We plan it around Christmas: show me …"
 
 
 def sentence_ends_between(text: str, start: int, end: int) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from router.reader import _lexicon as lx
+from router.reader._holidays import holidays_as_days
 from router.reader._number_words import spelled_numbers_as_digits
 from router.reader._numbers import NUMBER_WORDS
 from router.reader._patterns import sentence_ends_between, without_spans
@@ -24,10 +25,17 @@ class PeriodReading:
     rest: str  # the text without the period phrases and the unread cue words
 
 
+def as_the_grammar_reads(text: str) -> str:
+    """``text`` as the period grammar reads it: years and versions in words in digits, fixed-date holidays as
+    their days. The spans a reading reports are of this text."""
+    return holidays_as_days(spelled_numbers_as_digits(text))
+
+
 def read_period(text: str, today: date) -> PeriodReading:
     """The period ``text`` names; its spans, phrases and rest are of ``text`` with the years and versions
-    said in words written in digits ("posts from twenty twenty four" reads as "posts from 2024")."""
-    text = spelled_numbers_as_digits(text)
+    said in words written in digits ("posts from twenty twenty four" reads as "posts from 2024") and the
+    fixed-date holidays as their days ("since Christmas" reads as "since 25 December")."""
+    text = as_the_grammar_reads(text)
     tokens, changed = corrected(tokenize(text))
     versions = version_years(tokens)  # on the corrected words: "Febuary 2025" is no product
     tokens = [replace(t, version=True) if i in versions else t for i, t in enumerate(tokens)]

@@ -143,6 +143,9 @@ def test_a_period_in_a_sentence_of_context_gives_way_to_the_requests_own() -> No
                             TODAY)
     assert reading.dates is not None and (reading.dates.date_from, reading.dates.date_to) == (date(2026, 4, 1),
                                                                                                 date(2026, 6, 30))
+    # a colon ends the context too: "We plan the upgrade around Christmas: show me …"
+    colon = read_question("Wir planen das Upgrade rund um Weihnachten: zeig mir Beiträge aus dem Mai 2026", TODAY).dates
+    assert colon is not None and (colon.date_from, colon.date_to) == (date(2026, 5, 1), date(2026, 5, 31))
     # two periods in one sentence are still joined
     joined = read_question("posts from March 2025 and April 2025", TODAY).dates
     assert joined is not None and (joined.date_from, joined.date_to) == (date(2025, 3, 1), date(2025, 4, 30))

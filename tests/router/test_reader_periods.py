@@ -99,3 +99,47 @@ def test_the_last_quarter_is_the_calendar_quarter_before_this_one(question: str)
 def test_the_past_quarter_or_three_months_is_the_window_up_to_today(question: str) -> None:
     period = read_cues(question, date(2026, 11, 3)).period.period
     assert period is not None and period.date_to == date(2026, 11, 3)
+
+
+@pytest.mark.parametrize(("question", "today", "period"), [
+    # a holiday with a fixed date is that day: of the year named, or the latest one
+    ("posts from christmas twenty twenty", date(2026, 3, 1), (date(2020, 12, 25), date(2020, 12, 25))),
+    ("what went out on new year's day 2024", date(2026, 3, 1), (date(2024, 1, 1), date(2024, 1, 1))),
+    ("anything from Valentine's Day last year?", date(2026, 3, 1), (date(2025, 2, 14), date(2025, 2, 14))),
+    ("Beiträge von Heiligabend 2018", date(2026, 3, 1), (date(2018, 12, 24), date(2018, 12, 24))),
+    ("Beiträge zwischen Weihnachten und Silvester 2021", date(2026, 3, 1), (date(2021, 12, 25), date(2021, 12, 31))),
+    ("статьи на католическое Рождество 2019 года", date(2026, 3, 1), (date(2019, 12, 25), date(2019, 12, 25))),
+    ("статьи про Ruby на Первомай 2023", date(2026, 3, 1), (date(2023, 5, 1), date(2023, 5, 1))),
+])
+def test_a_holiday_with_a_fixed_date_is_that_day(question: str, today: date, period: tuple[date, date]) -> None:
+    read = read_cues(question, today).period.period
+    assert read is not None and (read.date_from, read.date_to) == period, read
+
+
+@pytest.mark.parametrize(("question", "since"), [
+    ("everything on YJIT since Christmas", date(2025, 12, 25)), ("alles zu YJIT seit Neujahr", date(2026, 1, 1)),
+    ("всё про YJIT с Нового года", date(2026, 1, 1)), ("всё про YJIT с прошлого Рождества", date(2026, 1, 7)),
+])
+def test_since_a_holiday_runs_from_its_latest_day(question: str, since: date) -> None:
+    read = read_cues(question, date(2026, 3, 1)).period.period
+    assert read is not None and read.date_from == since and read.date_to in (date(2026, 3, 1), None), read
+
+
+@pytest.mark.parametrize("question", ["Happy New Year! 🎉", "С Новым годом!", "Frohe Weihnachten euch allen",
+                                      "merry christmas", "What is in the Christmas release of Ruby 3.4?",
+                                      "что в рождественском релизе Ruby?"])
+def test_a_holiday_greeting_names_no_period(question: str) -> None:
+    assert read_cues(question, date(2026, 1, 1)).period.period is None
+
+
+@pytest.mark.parametrize(("question", "period"), [
+    # a vague count: a couple or "ein paar" is two, a few or "einige" three
+    ("vor ein paar Wochen gab es was zu YJIT", (date(2026, 4, 27), date(2026, 5, 3))),
+    ("Bundler posts from a few months ago", (date(2026, 2, 1), date(2026, 2, 28))),
+    ("was kam in den letzten paar Tagen?", (date(2026, 5, 11), date(2026, 5, 13))),
+    ("статьи за последние несколько недель", (date(2026, 4, 22), date(2026, 5, 13))),
+    ("posts in the last few months about Ruby", (date(2026, 2, 13), date(2026, 5, 13))),
+])
+def test_a_vague_count_is_read_as_two_or_three(question: str, period: tuple[date, date]) -> None:
+    read = read_cues(question, date(2026, 5, 13)).period.period
+    assert read is not None and (read.date_from, read.date_to) == period, read
