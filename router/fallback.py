@@ -160,7 +160,8 @@ def fallback_decision(
         return combined(rest, "a request to answer over the articles found")
     if _asks_for_the_articles(text, rest):
         return search("the articles named in a question with no verb: a request for their list")
-    if QUESTION_FORM.search(rest) or ASK_CUE.search(rest) or EMBEDDED_QUESTION.search(rest):
+    if QUESTION_FORM.search(rest) or ASK_CUE.search(rest) or EMBEDDED_QUESTION.search(rest) \
+            or _QUESTION_WORD_IN_A_QUESTION.search(rest):
         if dates is not None and keywords(rest, drop=ASK_WORDS | INTERROGATIVES) is None:
             # "что было на прошлой неделе?", "на прошлой неделе что-нибудь публиковали?": no topic to answer
             # about, so what the period holds is asked: its list
@@ -182,7 +183,11 @@ _LEADING_FILLERS = _r("^" + FILLERS)
 _COMPARE = _r(r"^" + POLITE + r"(?:compare|сравни\w*|vergleiche?n?)(?!\w)")
 # A second question joined to a listing one asks about what is listed: "which versions came out and what was
 # notable about them?", "какие релизы вышли и чем они отличаются?".
-_SECOND_QUESTION = _r(r"\s(?:and|und|и|а)\s+(?:what|how|why|was|wie|warum|wieso|что|как|чем|почему|зачем)(?!\w)")
+_SECOND_QUESTION = _r(r"(?:\s(?:and|und|и|а)|(?<=[.?!]))\s+(?:what|how|why|was|wie|warum|wieso|что|как|чем|почему|зачем)(?!\w)")
+# A question word anywhere in a sentence that ends with a question mark: "ZJIT это что вообще?", "Ruby 3.4 — how
+# fast is it?" (German "was" is also "something": "gibt's was zu X?" asks for a list, read before this).
+_QUESTION_WORD_IN_A_QUESTION = _r(r"(?<![\w-])(?:что|как|почему|зачем|чем|what|how|why|wie|warum|wieso|wozu)(?![\w-])"
+                                  r"[^.!?]*\?")
 
 
 def _names_the_articles(text: str) -> bool:

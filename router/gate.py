@@ -262,15 +262,16 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 r"|(?:abonniere|benachrichtige|erinnere?|informiere)\s+(?:mich|uns)\b"
                 # a reminder said with its time: "напомни в пятницу …" ("напомни, что такое CAA" asks)
                 r"|напомни\w*\s+(?:мне\s+|нам\s+)?(?:завтра|сегодня|послезавтра|через|утром|вечером|ночью|днём|днем"
-                r"|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|воскресенье|\d)|во\s+вторник)(?!\w)"
+                r"|в\s+(?:следующ\w+\s+|эт[оуи]т?\s+)?(?:понедельник|вторник|среду|четверг|пятницу|субботу|воскресенье|\d)"
+                r"|во\s+вторник)(?!\w)"
                 r"|(?:book|reserve|buy|purchase)\s+(?:me|us|a|an|the|some|tickets?)\b"
                 r"|(?:book|reserve|buy|purchase)\s+(?:\S+\s+){0,2}?(?:tickets?|seats?|flights?|rooms?|tables?)\b|(?:забронируй|закажи|купи|оплати)(?!\w)"
                 # an entry in another system: a reminder, a ticket, a calendar event
                 r"|(?:set|start|create|open|file|schedule|add|make)\s+(?:me\s+|us\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:timers?|alarms?|reminders?"
                 r"|tickets?|issues?|calendar\s+(?:entry|event)|events?|meetings?|tasks?)\b"
-                r"|(?:поставь|создай|заведи|открой|добавь|включи|установи)\s+(?:мне\s+|нам\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:таймер\w*|будильник\w*|напоминани\w*"
+                r"|(?:поставь|создай|заведи|открой|добавь|включи|установи)\s+(?:мне\s+|нам\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:таймер\w*|будильник\w*|созвон\w*|митинг\w*|напоминани\w*"
                 r"|тикет\w*|задач\w*|встреч\w*|событи\w*|таск\w*)(?!\w)"
-                r"|(?:setz|setze|stell|stelle|erstell|erstelle|leg|lege|eröffne|trag|trage)\s+(?:mir\s+|uns\s+)?(?:\S+\s+){0,3}?"
+                r"|(?:setz|setze|stell|stelle|erstell|erstelle|leg|lege|eröffne|trag|trage)\s+(?:mir\s+|uns\s+)?(?:\S+\s+){0,6}?"
                 r"(?:[\w-]+-)?(?:timer|wecker|erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*\b"
                 # German puts the verb last after a modal: "Kannst du mir ein Jira-Ticket anlegen?"
                 r"|(?:uns\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*"
@@ -289,6 +290,17 @@ def sends_elsewhere(text: str) -> str | None:
     return None
 
 
+# Calendar arithmetic, whatever words it uses: a countdown ("how many days till Christmas", "сколько недель
+# осталось до Нового года", "wie viele Tage noch bis Silvester") or a date's weekday. No article answers it.
+_CALENDAR_MATHS = _r(
+    r"\bhow\s+many\s+(?:days|weeks|months|hours)\s*(?:\S+\s+){0,2}?(?:until|till|til|to|before)\b"
+    r"|(?<!\w)сколько\s+(?:дней|недель|месяцев|часов)\s+(?:\S+\s+){0,1}?(?:до|осталось)(?!\w)"
+    r"|\bwie\s+viele\s+(?:tage|wochen|monate|stunden)\s*(?:\S+\s+){0,2}?bis\b"
+    r"|\b(?:what|which)\s+(?:day\s+of\s+the\s+week|weekday)\s+(?:is|was|will)\b|(?<!\w)какой\s+день\s+недели(?!\w)"
+    r"|\b(?:welcher|was\s+für\s+ein)\s+wochentag\b"
+)
+
+
 def _task_on_given_thing(text: str) -> str | None:
     """What the message asks to make or transform that is not the articles (None: nothing such)."""
     body = _GREETING.sub("", text)
@@ -299,6 +311,8 @@ def _task_on_given_thing(text: str) -> str | None:
         return "translating a given text"  # not "Переведи статью «…»" (a title), nor "…: что значит X?"
     if _GIVEN_FILE.search(body):
         return "a file given with the message"
+    if _CALENDAR_MATHS.search(body):
+        return "calendar arithmetic"
     if any(_MAKING_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
         return "writing code or a text that is no answer"
     return None

@@ -67,7 +67,11 @@ SMALL_TALK = _r(
 # when the tail asks for nothing (checked against the search and question cues).
 GREETING_START = _r(
     r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|evening|afternoon|day)|привет|здравствуй\w*|спасибо"
-    r"|добр\w+ (?:утро|день|вечер)|hallo|guten (?:morgen|tag|abend)|danke|moin|servus)\b[\s!.,]*(.{0,40})$"
+    r"|добр\w+ (?:утро|день|вечер)|hallo|guten (?:morgen|tag|abend)|danke|moin|servus"
+    # a holiday's wishes: "Merry Christmas!", "С Новым годом!", "Frohe Weihnachten", "Guten Rutsch"
+    r"|(?:merry|happy)\s+(?:christmas|xmas|new\s+year|holidays|easter)|frohe\w*\s+(?:weihnacht\w*|ostern|feiertage)"
+    r"|frohes\s+neues(?:\s+jahr)?|guten\s+rutsch|с\s+(?:наступающим|новым\s+годом|рождеством|праздник\w*))"
+    r"\b[\s!.,]*(.{0,60})$"
 )
 # Where an injected instruction ends: the clause it is in is dropped, the rest is routed.
 CLAUSE_BREAK = _r(
@@ -216,7 +220,7 @@ LISTING_QUESTION = _r(
     r"|^welche\s+(?:\w+\s+)?[\w-]*(?:artikel|beiträge|meldungen|nachrichten|news|hinweise|mitteilungen"
     r"|ankündigungen)\b"  # a compound's head names them too: "Welche Sicherheitsmeldungen gab es …?"
     r"|^какие\s+(?:\w+\s+)?(?:статьи|посты|новости|публикации|материалы)\b"
-    r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning)\b"
+    r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning|from|by)\b"
     r"|^(?:gibt\s+es\s+)?(?:etwas|irgendwas|was)\s+(?:neues\s+)?(?:zu|über|zum|zur)\b"
     r"|^(?:есть\s+(?:ли\s+)?)?(?:что-нибудь|что-то|что-либо)\s+(?:новое\s+)?(?:про|о|об|по)\b"
     # spoken: "есть что про X?" (anything), "что есть про X" (what there is; "чё есть" spelt out)
@@ -231,12 +235,15 @@ LISTING_QUESTION = _r(
     r"|\b(?:etwas|was|irgendwas)\s+(?:\w+\s+)?zu\s+lesen\b"
     # a question whose verb is one of publishing asks which articles came out: "Welche X wurden im Mai
     # gemeldet?", "Was ist zu X rausgekommen?", "What did X put out on Y?", "Какие X публиковали в 2024?"
+    # (not "which versions came out": which versions a period brought is asked, as two writers labelled it)
     r"|^(?:what|which|was|welche\w*|что|какие|какой|какая|каких|ist|sind|wurde|wurden|kam|kamen|did|has|have)\s"
-    r"[^.?!]{0,80}?" + _PUBLISHED + r"(?!\w)"
+    r"(?![\w\s-]{0,30}?(?:version|release|релиз|верси))[^.?!]{0,80}?" + _PUBLISHED + r"(?!\w)"
     # whether new items of a kind appeared: "Gab es neue X-Versionen?", "Were there any new X releases?",
     # "Были ли новые релизы X?"; and which items of a kind there were: "Welche Sicherheitshinweise gab es?"
     r"|^(?:gab|gibt)\s+es\s+[^.?!]{0,60}?(?<!\w)neue[nsr]?\s|^(?:were|are|was|is)\s+there\s+(?:any\s+)?new\s"
     r"|^(?:был[иао]?|есть|вышл[иао]|выходил[иао]?)\s+ли\s+(?:[\w-]+\s+){0,3}?нов\w+\s"
+    # whether something came out, later in the message: "X — позапрошлой весной что-то было?"
+    r"|(?<!\w)(?:что-нибудь|что-то|что-либо)\s+(?:было|выходило|появлялось|публиковали)(?!\w)"
     # everything on a thing: "Alles zu X seit 2020?", "Всё про X", "everything on X"
     r"|^(?:alles|всё|все|everything)\s+(?:über|zu|zum|zur|про|о|об|по|on|about)(?!\w)"
 )

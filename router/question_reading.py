@@ -69,7 +69,7 @@ _STOPWORDS = frozenset(
     прям прямо вообще чём чем doch genau eigentlich halt denn sind ist подборку подборка selection auswahl
     ищу ищем looking every each
     put alles neue neuen neuer ein eine einen einem einer ever
-    ну э ээ эээ эм хм короче типа um umm uh uhm hmm erm äh ähm öh öhm so
+    ну э ээ эээ эм хм короче типа um umm uh uhm hmm erm äh ähm öh öhm so aber
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic

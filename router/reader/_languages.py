@@ -47,9 +47,10 @@ _MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code i
 _PHRASE_BEFORE = _r(r"(?:\b(?:in|auf)|(?<!\w)на)\s+$")
 _PHRASE_WORD = _r(r"^(?:по-\w+|deutsch|englisch|russisch|english|german|russian|немецком|английском|русском)$")
 _ANSWER_VERB = _r(
-    r"\b(?:answer\w*|reply|respond|write|summari[sz]e|explain|recap|retell|translate|tell)\b"
-    r"|(?<!\w)(?:ответ\w*|напиши|пиши|перескажи|обобщи|резюмируй|объясни|расскажи|опиши|переведи)(?!\w)"
-    r"|\b(?:(?:be)?antworte\w*|antwort|schreib\w*|fass\w*|erkläre?|erklär|beschreibe|übersetze)\b"
+    r"\b(?:answer\w*|reply|respond|write|summari[sz]e|explain|recap|retell|translate|tell|describe)\b"
+    r"|(?<!\w)(?:ответ\w*|напиши|пиши|перескажи|обобщи|резюмируй|объясни|расскажи|опиши|переведи|скажи)(?!\w)"
+    r"|\b(?:(?:be)?antworte\w*|antwort|schreib\w*|fass\w*|erkläre?|erklär|beschreibe|übersetze|erzähl\w*|schildere?"
+    r"|sag)\b"
 )
 # A noun for the answer's form governs the phrase too, when no collection noun stands between them
 # ("give me the gist in German", "обзор на английском"; not "a summary of posts in German").

@@ -49,6 +49,8 @@ def test_politeness_before_a_search_is_no_write(question: str) -> None:
 @pytest.mark.parametrize("question", [
     "реши уравнение x^2 - 5x + 6 = 0", "solve 3x + 7 = 19", "Löse die Gleichung 2x - 4 = 10",
     "what is the derivative of x^3", "integrate sin(x) dx",
+    # a countdown is calendar maths
+    "how many days till Christmas?", "сколько недель осталось до Нового года?", "Wie viele Tage noch bis Silvester?",
 ])
 async def test_a_maths_task_is_refused(question: str) -> None:
     assert (await _rules_verdict(question)).refused, question
@@ -415,6 +417,11 @@ def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
     "start a timer for five minutes", "заведи будильник на восемь", "Stell mir einen Timer auf zehn Minuten",
     "напомни в пятницу обновить certbot", "remind me on Monday to renew the cert", "erinnere mich übermorgen ans Update",
     "buy three tickets for EuRuKo", "забронируй два билета на RubyConf",
+    "напомни в следующую среду продлить сертификат", "поставь созвон с командой на пятницу",
+    "Trag mir für den nächsten Montag einen Termin ein: Certbot-Update",
+    # a holiday's wishes with thanks or a line of their own
+    "Merry Christmas, and thanks for all the work this year!", "С Новым годом! Всех благ и удачи",
+    "Frohe Weihnachten euch allen und danke für alles",
 ])
 async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
     assert (await _rules_verdict(question)).refused, question

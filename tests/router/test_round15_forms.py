@@ -120,3 +120,24 @@ def test_a_request_to_compare_searches_the_things_compared_first(question: str) 
 def test_a_request_to_answer_is_a_question_to_answer(question: str) -> None:
     decision = fallback_decision(question, TODAY)
     assert decision.tool == ASK, (question, decision.tool, decision.reason)
+
+
+@pytest.mark.parametrize(("question", "tool"), [
+    # a question word anywhere in a sentence that asks
+    ("YJIT это что вообще?", ASK), ("Bundler 2.5 — how is it different?", ASK),
+    # "что-то было" later in the message: whether something came out
+    ("про OCSP stapling — в прошлом году что-то было?", SEARCH),
+    ("anything new from RubyGems lately?", SEARCH),
+    # which versions a period brought is asked; which reports came out is a list
+    ("Which Bundler versions came out in 2023?", SEARCH_AND_ASK), ("Welche OpenSSL-Meldungen kamen 2023 raus?", SEARCH),
+    # a second question after a listing one, in a sentence of its own
+    ("Были уязвимости в REXML в 2024 году? Что там было?", SEARCH_AND_ASK),
+])
+def test_a_question_word_in_a_question_and_which_versions_a_period_brought(question: str, tool: str) -> None:
+    decision = fallback_decision(question, TODAY)
+    assert decision.tool == tool, (question, decision.tool, decision.reason)
+
+
+def test_telling_in_a_language_names_the_answers_language() -> None:
+    decision = fallback_decision("Erzähl mir auf Russisch, was es Neues zu YJIT gibt", TODAY)
+    assert (decision.arguments.get("language"), decision.arguments.get("answerLanguage")) == ("de", "ru")
