@@ -10,7 +10,9 @@ week or month of one) under operators (`_periods`: in/during, since/from, after,
 between…and, from…to, to now, comparisons such as "older than" / "не позднее" / "nicht früher als",
 with a range's first end completed from its second),
 resolved to an inclusive [from, to] against today. A period cue no phrase consumed (a month
-name, a year, "ago", a quarter word) is reported, never dropped silently (`_scan`).
+name, a year, "ago", a quarter word) is reported, never dropped silently (`_scan`). Before the grammar
+reads, years and versions said in words become digits (`_number_words`: "twenty twenty four", "в
+двадцать пятом году") and fixed-date holidays their days (`_holidays`: "since Christmas").
 
 Why not a library: `dateparser` parses one date ("12 months ago", "1 марта 2025") but no periods
 -- no "в марте прошлого года", "im vorigen Quartal", "the nineties", "с 1 по 14 февраля", no
