@@ -26,7 +26,10 @@ _ALL_LANGUAGES = _r(
     r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
     r"|\bmultilingual\b|\bcross-?(?:language|lingual)\b|\bmehrsprachig\w*|\bsprachübergreifend\w*|(?<!\w)многоязычн\w*"
     r"|\b(?:the\s+)?(?:(?:article|post|source)s?'?\s+)?language\s+(?:does\s*n[o']?t|doesn't|does\s+not)\s+matter\b"
-    r"|\bany\s+language\s+is\s+fine\b"
+    r"|\bany\s+language\s+is\s+fine\b|\b(?:does\s*n[o']?t|does\s+not)\s+matter\s+(?:which|what)\s+language\b"
+    r"|(?<!\w)язык\s+любой(?!\w)|(?<!\w)любой\s+язык(?!\w)"
+    # the languages a thing exists in: "in which languages …", "на каких языках …", "in welchen Sprachen …"
+    r"|\b(?:in|on)\s+which\s+languages\b|(?<!\w)(?:на|в)\s+каких\s+языках(?!\w)|\bin\s+welchen\s+sprachen\b"
     r"|(?<!\w)язык\s+(?:стат\w+\s+|материал\w+\s+|публикаци\w+\s+)?(?:не\s+важен|неважен|не\s+имеет\s+значения)"
     r"|\bsprache\s+(?:der\s+(?:artikel|beiträge|quellen)\s+)?(?:ist\s+)?(?:egal|unwichtig)\b"
     r"|\bsprache\s+spielt\s+keine\s+rolle\b|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"
@@ -37,7 +40,7 @@ _ALL_LANGUAGES = _r(
 )
 _STEMS: tuple[tuple[str, Language], ...] = (
     (r"german|deutsch\w*|немецк\w*|по-немецки", "de"),
-    (r"english|englisch\w*|английск\w*|англоязычн\w*|по-английски", "en"),
+    (r"english|englisch\w*|английск\w*|англоязычн\w*|по-английски|англ", "en"),  # "на англ", "по англ статьям"
     (r"russian|russisch\w*|русск\w*|русскоязычн\w*|по-русски", "ru"),
 )
 # "Russian-language articles", "English-speaking blogs": the compound is the adjective.
@@ -45,7 +48,7 @@ _MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code i
               + r")(?:-(?:language|speaking))?(?![\w-])")
 # "in German", "auf Deutsch", "на немецком (языке)", "по-немецки": a phrase, not an adjective.
 _PHRASE_BEFORE = _r(r"(?:\b(?:in|auf)|(?<!\w)на)\s+$")
-_PHRASE_WORD = _r(r"^(?:по-\w+|deutsch|englisch|russisch|english|german|russian|немецком|английском|русском)$")
+_PHRASE_WORD = _r(r"^(?:по-\w+|deutsch|englisch|russisch|english|german|russian|немецком|английском|русском|англ)$")
 _ANSWER_VERB = _r(
     r"\b(?:answer\w*|reply|respond|write|summari[sz]e|explain|recap|retell|translate|tell|describe)\b"
     r"|(?<!\w)(?:ответ\w*|напиши|пиши|перескажи|обобщи|резюмируй|объясни|расскажи|опиши|переведи|скажи)(?!\w)"

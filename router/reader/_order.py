@@ -62,10 +62,10 @@ _OLDEST = _r(
     r"|(?<!\w)(?:стар|ранн)(?:ые|ых|ие|их|ее|ей)\s+(?:\w+\s+)?(?:стат|пост|публикац|новост|запис|материал|сообщени)\w*"
     r"|(?<!\w)(?:стар|ранн)(?:ые|ых|ие|их)\s+(?:сверху|вверху|вперёд|вперед|первыми|наверху|в\s+начале)(?!\w)"
     r"|(?:отсортир|сортир|упорядоч|по\s+дате)\w*(?:\s+\S+){0,4}?\s+(?:стар|ранн)\w*"
-    r"|\bfirst\s+(?:ever\s+)?(?:articles|posts)\b|\bfirst[\s-]+ever\b|перв(?:ые|ых)\s+(?:стат|пост|публикац|новост)|\b(?:aller)?erste[n]?\s+(?:artikel|beiträge)"
+    r"|\bfirst\s+(?:ever\s+)?(?:articles|posts)\b|\bfirst[\s-]+ever\b|перв(?:ые|ых)\s+(?:\w+\s+)?(?:стат|пост|публикац|новост)|\b(?:aller)?erste[n]?\s+(?:artikel|beiträge)"
 )
 # German intensifies a superlative with "aller-": "die allerersten Beiträge", "die allerneuesten".
-_NEWEST = _r(r"\b(?:newest|latest|most recent)\b|\bнов\w+|\bсвеж\w+|\b(?:aller)?(?:neueste\w*|aktuellste\w*)")
+_NEWEST = _r(r"\b(?:newest|latest|most recent)\b|\bнов(?!ост)\w+|\bсвеж\w+|\b(?:aller)?(?:neueste\w*|aktuellste\w*)")
 
 
 @dataclass(frozen=True)
