@@ -108,6 +108,8 @@ def fallback_decision(
         arguments = {"question": text, "language": reading.language, "answerLanguage": reading.answer}
         return FallbackDecision(ASK, _present(arguments), reason, reading)
 
+    if _LANGUAGES_OF_A_THING.search(text):  # read on the message: the reader cuts the language words from `rest`
+        return search("the languages a thing is written in, or whether it is in one: its articles")
     closing = closing_period_question(text, today)
     if closing is not None and not _NAME.search(text[: text.rindex(closing)]):
         # "ich war im Urlaub …: was kam in den letzten 10 Tagen raus?": the opening is about the asker
@@ -179,6 +181,13 @@ def fallback_decision(
 
 _WORDS = re.compile(r"[\w.'+#-]+")
 _LEADING_FILLERS = _r("^" + FILLERS)
+# The languages a thing is written in, or whether it is in one: "на каких языках писали про X?", "In welchen
+# Sprachen gibt es X?", "Is there a German translation of X?", "Есть ли английский перевод X?"
+_LANGUAGES_OF_A_THING = _r(
+    r"^(?:in|on)\s+which\s+languages\b|^(?:на|в)\s+каких\s+языках(?!\w)|^in\s+welchen\s+sprachen\b"
+    r"|^(?:is|are)\s+there\s+(?:an?\s+)?\w+\s+(?:translations?|versions?)\s+of\b"
+    r"|^gibt\s+es\s+(?:eine?\s+)?\w+\s+(?:übersetzung|fassung|version)\b|^есть\s+ли\s+(?:\w+\s+)?(?:перевод|верси\w+)(?!\w)"
+)
 # A request to compare: every writer so far labels it an answer over the articles found (4 of 4 read cases).
 _COMPARE = _r(r"^" + POLITE + r"(?:compare|сравни\w*|vergleiche?n?)(?!\w)")
 # A second question joined to a listing one asks about what is listed: "which versions came out and what was

@@ -44,6 +44,7 @@ from router.intent import (
     META,
     OFF_TOPIC,
     SEARCH_VERB,
+    an_aside,
     small_talk,
     without_injection,
 )
@@ -201,9 +202,11 @@ _MADE_THING = (
     r"|\w*(?:skript|script|funktion|methode|klasse|programm|code|regex|schleife)\w*"
     # a text of another kind than an answer: a poem, a song, a joke, an essay, a cover letter
     r"|poems?|songs?|jokes?|essays?|limericks?|haikus?|cover\s+letters?|стих\w*|песн\w*|анекдот\w*|шутк\w*"
+    # a message to someone: an email, a letter, a note ("write my boss an email", "напиши письмо коллеге")
+    r"|e-?mails?|letters?|messages?|notes?|письм\w*|сообщени\w*|записк\w*|\w*mail\w*|brief\w*|nachricht\w*"
     r"|эссе|сочинени\w*|сказк\w*|\w*gedicht\w*|lied\w*|witz\w*|aufsatz\w*|märchen\w*)"
 )
-_WRITE_CODE_VERB = (r"(?:write|create|generate|implement|напиши|написать|напишите|создай|сгенерируй|набросай|реализуй"
+_WRITE_CODE_VERB = (r"(?:write|create|generate|implement|draft|напиши|написать|напишите|создай|сгенерируй|набросай|реализуй|составь"
                     r"|schreib|schreibe|erstelle|erstell|generiere|implementiere|programmiere)")
 _NOT_BEFORE_THING = (r"(?:of|about|on|for|from|to|in|with|by|over|про|о|об|по|из|для|с|в|на|über|zu|zum|zur|von|vom"
                      r"|für|mit|aus|im)")
@@ -301,6 +304,16 @@ _CALENDAR_MATHS = _r(
 )
 
 
+# A word or phrase to translate: "how do you say 'renewal' in German?", "Was heißt „Zertifikat“ auf Englisch?",
+# "как по-английски будет «продление»?" (not "how is X translated in the German posts": that names them).
+_WORD_TO_TRANSLATE = _r(
+    r"\bhow\s+(?:do\s+you|would\s+you|to)\s+say\b|\bwhat(?:'s|\s+is)\s+[\"'“„«]?[\w\s-]{1,30}[\"'”“»]?\s+in\s+"
+    r"(?:german|russian|english)\s*\?|\bwas\s+heißt\b[^?]{1,40}\bauf\s+(?:deutsch|russisch|englisch)\b"
+    r"|\bwie\s+sagt\s+man\b|(?<!\w)как\s+(?:будет\s+)?по-(?:немецки|английски|русски)(?:\s+будет)?(?!\w)"
+    r"|(?<!\w)как\s+(?:сказать|переводится)(?!\w)"
+)
+
+
 def _task_on_given_thing(text: str) -> str | None:
     """What the message asks to make or transform that is not the articles (None: nothing such)."""
     body = _GREETING.sub("", text)
@@ -313,6 +326,8 @@ def _task_on_given_thing(text: str) -> str | None:
         return "a file given with the message"
     if _CALENDAR_MATHS.search(body):
         return "calendar arithmetic"
+    if _WORD_TO_TRANSLATE.search(body) and not _NAMES_ITEM.search(body):
+        return "translating a word"
     if any(_MAKING_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
         return "writing code or a text that is no answer"
     return None
@@ -461,6 +476,8 @@ async def _by_rules_and_collection(
     task_on = _task_on_given_thing(cleaned)
     if task_on is not None:
         return GateVerdict(cleaned, "task", f"not about the articles: a task outside the collection ({task_on})")
+    if an_aside(_GREETING.sub("", cleaned)):  # "my team lead only writes in german and it's exhausting": about oneself
+        return GateVerdict(cleaned, "small_talk", "it speaks of its writer and asks nothing")
     if _addresses_collection(cleaned) or closing_period_question(cleaned, today) is not None:
         return GateVerdict(cleaned)
     task = any(not _in_compound(cleaned, m) for m in OFF_TOPIC.finditer(cleaned))

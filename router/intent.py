@@ -242,6 +242,9 @@ LISTING_QUESTION = _r(
     # "Были ли новые релизы X?"; and which items of a kind there were: "Welche Sicherheitshinweise gab es?"
     r"|^(?:gab|gibt)\s+es\s+[^.?!]{0,60}?(?<!\w)neue[nsr]?\s|^(?:were|are|was|is)\s+there\s+(?:any\s+)?new\s"
     r"|^(?:был[иао]?|есть|вышл[иао]|выходил[иао]?)\s+ли\s+(?:[\w-]+\s+){0,3}?нов\w+\s"
+    # where a thing is written: "Wo steht was zu X?", "where can I read about X?", "где почитать про X?"
+    r"|^wo\s+(?:steht|finde\s+ich|kann\s+ich\s+\w+\s+lesen)\b|^where\s+(?:can|do)\s+i\s+(?:read|find)\b"
+    r"|^где\s+(?:почитать|прочитать|найти|написано)(?!\w)"
     # whether something came out, later in the message: "X — позапрошлой весной что-то было?"
     r"|(?<!\w)(?:что-нибудь|что-то|что-либо)\s+(?:было|выходило|появлялось|публиковали)(?!\w)"
     # everything on a thing: "Alles zu X seit 2020?", "Всё про X", "everything on X"
@@ -303,6 +306,7 @@ EXPLAIN_REQUEST = _r(
 # a digest of what is found is wanted, not only the list ("just the list" names none of these).
 BRIEF_ANSWER = _r(
     r"\b(?:briefly|in\s+short|in\s+a\s+nutshell|tl;?\s?dr|summary|overview|recap|rundown|digest|gist)\b"
+    r"|(?<!\w)(?:пару|несколько)\s+слов(?!\w)|\ba\s+few\s+words\b|\bein\s+paar\s+worte?\b"
     r"|(?<!\w)(?:кратко|кратенько|вкратце|коротко|обзор\w*|сводк\w*|выжимк\w*|резюме|суть)(?!\w)"
     r"|\b(?:überblick\w*|zusammenfassung\w*|kurzgefasst|in\s+kürze|kurz\s+gesagt|das\s+wichtigste)\b"
 )
@@ -473,8 +477,12 @@ def _names_a_thing(text: str) -> bool:
 
 
 def _asks(text: str) -> bool:
-    return "?" in text or any(p.search(text) for p in (SEARCH_VERB, ASK_VERB, QUESTION_FORM, LISTING_QUESTION,
-                                                       ASK_CLAUSE, BRIEF_ANSWER, ARTICLES_PHRASE, SEARCH_CUE))
+    """Some clause of ``text`` asks: a question mark, or a request's or a question's form at a clause's start
+    ("у нас старый nginx. как включить …", "Mein Teamleiter fragt, warum …")."""
+    clauses = [c.strip() for c in re.split(r"[.!?;:,—–]\s+", text) if c.strip()]
+    return "?" in text or EMBEDDED_QUESTION.search(text) is not None or any(
+        p.search(clause) for clause in clauses for p in (SEARCH_VERB, ASK_VERB, QUESTION_FORM, LISTING_QUESTION,
+                                                          ASK_CLAUSE, BRIEF_ANSWER, ARTICLES_PHRASE, SEARCH_CUE, ASK_CUE))
 
 
 def an_aside(text: str) -> bool:

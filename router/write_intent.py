@@ -131,7 +131,7 @@ _READ_VERB = _r(
     r"|gather|compile|return|retrieve|locate|track|identify|extract|match|let|walk|catch|point|print|output"
     r"|retell|paraphrase|recount|erzähl|erzähle|schildere|take"
     r"|возьми|возьмите|бери|берите|найди|покажи|выведи|дай|подбери|поищи|перечисли|назови|расскажи|объясни|опиши|сравни|перескажи|обобщи"
-    r"|резюмируй|открой|прочитай|прочти|посмотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
+    r"|резюмируй|открой|прочитай|прочти|посмотри|смотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
     r"|подскажи|порекомендуй|отфильтруй|процитируй|приведи|напомни|помоги|подкинь|скинь|пришли|отправь|кинь"
     r"|найдите|покажите|выведите|дайте|расскажите|объясните|подскажите|пришлите"
     r"|finde|find|zeig|zeige|such|suche|liste|gib|nenne|erkläre|erklär|beschreibe|vergleiche|fasse|fass|lies"
@@ -177,9 +177,16 @@ _RU_READ_INFINITIVE = re.compile(
     r"|поня|разобра|почита)\w*$", re.I)
 
 
+# The commonest reading imperatives, for a first word typed one letter off ("покжи статьи", "shwo the posts").
+_READ_FORMS = ("show", "find", "list", "search", "покажи", "найди", "поищи", "zeige", "finde", "suche")
+
+
 def _reads(word: str) -> bool:
-    """A verb of reading, in the Russian polite plural too ("подберите", "перечислите": the "-те" of "подбери")."""
-    return bool(_READ_VERB.match(word) or (word.casefold().endswith("те") and _READ_VERB.match(word[:-2])))
+    """A verb of reading, in the Russian polite plural too ("подберите", "перечислите": the "-те" of "подбери"),
+    or one of the commonest typed one letter off."""
+    folded = word.casefold()
+    return bool(_READ_VERB.match(word) or (folded.endswith("те") and _READ_VERB.match(word[:-2]))
+                or (len(folded) >= 4 and any(one_edit(folded, form) for form in _READ_FORMS)))
 
 
 def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
