@@ -203,7 +203,7 @@ _MADE_THING = (
     # a text of another kind than an answer: a poem, a song, a joke, an essay, a cover letter
     r"|poems?|songs?|jokes?|essays?|limericks?|haikus?|cover\s+letters?|стих\w*|песн\w*|анекдот\w*|шутк\w*"
     # a message to someone: an email, a letter, a note ("write my boss an email", "напиши письмо коллеге")
-    r"|e-?mails?|letters?|messages?|notes?|письм\w*|сообщени\w*|записк\w*|\w*mail\w*|brief\w*|nachricht\w*"
+    r"|(?:e-?)?mails?|letters?|messages?|notes?|письм\w*|сообщени\w*|записк\w*|brief(?:e|es)?|nachricht\w*"
     r"|эссе|сочинени\w*|сказк\w*|\w*gedicht\w*|lied\w*|witz\w*|aufsatz\w*|märchen\w*)"
 )
 _WRITE_CODE_VERB = (r"(?:write|create|generate|implement|draft|напиши|написать|напишите|создай|сгенерируй|набросай|реализуй|составь"

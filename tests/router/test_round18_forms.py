@@ -71,6 +71,7 @@ async def test_a_word_to_translate_a_letter_to_write_or_a_word_about_oneself_is_
 
 @pytest.mark.parametrize("question", [
     "How is 'certificate transparency' translated in the German posts?", "I need the posts on OCSP stapling",
+    "Write briefly what changed in Bundler 2.5", "Schreib kurz, was die Mailingliste zu YJIT sagt",
     "We run Certbot 2.1 on our servers",
 ])
 async def test_a_question_about_the_articles_words_or_a_statement_naming_a_thing_is_no_refusal(question: str) -> None:
