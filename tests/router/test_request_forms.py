@@ -1,4 +1,4 @@
-"""Forms the deterministic route reads (docs/router.md, round 15): a question whose verb is one of
+"""Forms the deterministic route reads (docs/router.md, rounds 15–17): a question whose verb is one of
 publishing asks for the articles published; a reading verb whose object is a question about what the
 articles say asks for that answer; a sentence or clause about the asker after the request is context,
 no topic. Phrasings written for these tests, in no eval case. Pure: no database."""
