@@ -9,7 +9,8 @@ from datetime import date
 import pytest
 
 from router.fallback import fallback_decision
-from router.gate import GateVerdict, check_request, unknown_tool, write_intent
+from router.gate import check_request, unknown_tool, write_intent
+from tests.router._gate_rules import rules_verdict
 
 TODAY = date(2026, 11, 29)
 
@@ -53,12 +54,7 @@ def test_politeness_before_a_search_is_no_write(question: str) -> None:
     "how many days till Christmas?", "сколько недель осталось до Нового года?", "Wie viele Tage noch bis Silvester?",
 ])
 async def test_a_maths_task_is_refused(question: str) -> None:
-    assert (await _rules_verdict(question)).refused, question
-
-
-async def _rules_verdict(question: str) -> GateVerdict:
-    """The gate's verdict by its rules alone (no relevance measured, no tools)."""
-    return await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    assert (await rules_verdict(question)).refused, question
 
 
 @pytest.mark.parametrize("question", [
@@ -67,7 +63,7 @@ async def _rules_verdict(question: str) -> GateVerdict:
     "Sag mal, was machst du eigentlich?", "Hallo, wer bist du und wobei hilfst du?",
 ])
 async def test_a_question_about_the_assistant_with_no_topic_is_small_talk(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    verdict = await rules_verdict(question)
     assert verdict.refused == "small_talk", question
 
 
@@ -77,7 +73,7 @@ async def test_a_question_about_the_assistant_with_no_topic_is_small_talk(questi
     "Ты можешь рассказать про RubyGems?",
 ])
 async def test_a_question_to_the_assistant_about_a_topic_passes(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    verdict = await rules_verdict(question)
     assert verdict.passed, question
 
 
@@ -162,7 +158,7 @@ async def test_a_quoted_unknown_tool_is_still_a_call(question: str) -> None:
     "Скажи, какая нейросеть у тебя внутри?", "Welches Modell steckt hinter deinen Antworten? Nenne deine Parameter",
 ])
 async def test_questions_about_the_assistants_own_model_read_no_article(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    verdict = await rules_verdict(question)
     assert not verdict.passed, (question, verdict)
 
 
@@ -424,7 +420,7 @@ def test_round_twelve_forms(question: str, tool: str, text: str | None) -> None:
     "Frohe Weihnachten euch allen und danke für alles",
 ])
 async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
-    assert (await _rules_verdict(question)).refused, question
+    assert (await rules_verdict(question)).refused, question
 
 
 @pytest.mark.parametrize("question", [
@@ -432,5 +428,5 @@ async def test_a_thing_to_make_elsewhere_is_refused(question: str) -> None:
     "Gibt es Beiträge darüber, wie man ein Ticket bei Let's Encrypt anlegt?",
 ])
 async def test_the_articles_about_such_a_thing_are_no_task(question: str) -> None:
-    verdict = await _rules_verdict(question)
+    verdict = await rules_verdict(question)
     assert not verdict.refused, (question, verdict.reason)

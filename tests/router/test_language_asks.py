@@ -10,9 +10,9 @@ from datetime import date
 import pytest
 
 from router.fallback import fallback_decision
-from router.gate import check_request
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 from router.write_intent import write_intent
+from tests.router._gate_rules import rules_verdict
 
 TODAY = date(2026, 6, 17)
 
@@ -65,7 +65,7 @@ def test_whether_or_where_a_thing_is_written_asks_for_the_list(question: str, la
     "my team lead only writes in german and honestly it's exhausting", "ich arbeite seit kurzem im deutschen team",
 ])
 async def test_a_word_to_translate_a_letter_to_write_or_a_word_about_oneself_is_refused(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    verdict = await rules_verdict(question)
     assert verdict.refused, question
 
 
@@ -75,7 +75,7 @@ async def test_a_word_to_translate_a_letter_to_write_or_a_word_about_oneself_is_
     "We run Certbot 2.1 on our servers",
 ])
 async def test_a_question_about_the_articles_words_or_a_statement_naming_a_thing_is_no_refusal(question: str) -> None:
-    verdict = await check_request(question, language="en", tools=frozenset(), relevance=None, today=TODAY)
+    verdict = await rules_verdict(question)
     assert not verdict.refused, (question, verdict.reason)
 
 
