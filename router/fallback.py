@@ -53,7 +53,7 @@ from router.question_reading import (
     keywords,
     read_question,
 )
-from router.reader import COLLECTION_NOUN
+from router.reader import COLLECTION_NOUN, WHICH_LANGUAGES
 from router.reader import words_pattern as _r
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK
 
@@ -184,7 +184,7 @@ _LEADING_FILLERS = _r("^" + FILLERS)
 # The languages a thing is written in, or whether it is in one: "на каких языках писали про X?", "In welchen
 # Sprachen gibt es X?", "Is there a German translation of X?", "Есть ли английский перевод X?"
 _LANGUAGES_OF_A_THING = _r(
-    r"^(?:in|on)\s+which\s+languages\b|^(?:на|в)\s+каких\s+языках(?!\w)|^in\s+welchen\s+sprachen\b"
+    r"^(?:" + WHICH_LANGUAGES + r")"
     r"|^(?:is|are)\s+there\s+(?:an?\s+)?\w+\s+(?:translations?|versions?)\s+of\b"
     r"|^gibt\s+es\s+(?:eine?\s+)?\w+\s+(?:übersetzung|fassung|version)\b|^есть\s+ли\s+(?:\w+\s+)?(?:перевод|верси\w+)(?!\w)"
 )

@@ -54,8 +54,8 @@ from router.relevance import CollectionRelevance, Coverage, Relevance, coverage_
 from router.request_examples import REFUSE_AT, ROUTE_AT, ExampleKind, RequestVote
 from router.write_intent import (
     CLAUSES,
-    COLLECTION_NOUN,
     CONJUNCTION,
+    NAMES_ITEM,
     NOUN_FORMS,
     POLITE,
     QUESTION_WORD,
@@ -232,7 +232,6 @@ _TRANSLATE_GIVEN = _r(
 )
 
 
-_NAMES_ITEM = _r(r"\b" + COLLECTION_NOUN + r"\b")
 # A file given with the message ("the attached PDF", "прикреплённый файл", "im Anhang"): Turnout reads its
 # articles only, and a message carries no file.
 _GIVEN_FILE = _r(
@@ -257,6 +256,8 @@ _DESTINATION = (
     r"|(?:to|an)\s+(?:my|our|mein\w*|unser\w*)\s+(?:team|boss|colleagues?|coworkers?|manager|friends?|chef|kolleg\w*"
     r"|freund\w*)\b|(?:моей|нашей|своей)\s+команде|(?:коллег|начальник|шеф|друз)\w*)"
 )
+# An entry in another system, in German ("Erinnerung", "Jira-Ticket", "Termin"): made verb first or verb last.
+_GERMAN_ENTRY = r"(?:erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)"
 _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTINATION
                 + r"|^" + POLITE + r"(?:e-?mail|mail)\s+(?:me|us|it|them|the|this|those)\b"
                 # other actions in the world: subscribing or notifying the user later, booking or buying
@@ -267,17 +268,17 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 r"|напомни\w*\s+(?:мне\s+|нам\s+)?(?:завтра|сегодня|послезавтра|через|утром|вечером|ночью|днём|днем"
                 r"|в\s+(?:следующ\w+\s+|эт[оуи]т?\s+)?(?:понедельник|вторник|среду|четверг|пятницу|субботу|воскресенье|\d)"
                 r"|во\s+вторник)(?!\w)"
-                r"|(?:book|reserve|buy|purchase)\s+(?:me|us|a|an|the|some|tickets?)\b"
-                r"|(?:book|reserve|buy|purchase)\s+(?:\S+\s+){0,2}?(?:tickets?|seats?|flights?|rooms?|tables?)\b|(?:забронируй|закажи|купи|оплати)(?!\w)"
+                r"|(?:book|reserve|buy|purchase)\s+(?:(?:me|us|a|an|the|some)\b"
+                r"|(?:\S+\s+){0,2}?(?:tickets?|seats?|flights?|rooms?|tables?)\b)|(?:забронируй|закажи|купи|оплати)(?!\w)"
                 # an entry in another system: a reminder, a ticket, a calendar event
                 r"|(?:set|start|create|open|file|schedule|add|make)\s+(?:me\s+|us\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:timers?|alarms?|reminders?"
                 r"|tickets?|issues?|calendar\s+(?:entry|event)|events?|meetings?|tasks?)\b"
                 r"|(?:поставь|создай|заведи|открой|добавь|включи|установи)\s+(?:мне\s+|нам\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:таймер\w*|будильник\w*|созвон\w*|митинг\w*|напоминани\w*"
                 r"|тикет\w*|задач\w*|встреч\w*|событи\w*|таск\w*)(?!\w)"
                 r"|(?:setz|setze|stell|stelle|erstell|erstelle|leg|lege|eröffne|trag|trage)\s+(?:mir\s+|uns\s+)?(?:\S+\s+){0,6}?"
-                r"(?:[\w-]+-)?(?:timer|wecker|erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*\b"
+                r"(?:[\w-]+-)?(?:timer|wecker|" + _GERMAN_ENTRY + r")\w*\b"
                 # German puts the verb last after a modal: "Kannst du mir ein Jira-Ticket anlegen?"
-                r"|(?:uns\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?(?:erinnerung|ticket|termin|aufgabe|issue|kalendereintrag)\w*"
+                r"|(?:uns\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?" + _GERMAN_ENTRY + r"\w*"
                 r"(?:\s+\S+){0,6}?\s+(?:anlegen|erstellen|eröffnen|eintragen|aufmachen|setzen|einrichten)\b"
                 r"|(?:buch|buche|reservier|reserviere|kauf|kaufe|bestell|bestelle)\s+(?:mir|uns|ein|eine|einen|den|die|das|tickets?)\b)")
 
@@ -319,14 +320,14 @@ def _task_on_given_thing(text: str) -> str | None:
     body = _GREETING.sub("", text)
     given = _TRANSLATE_GIVEN.search(body)  # the whole message: the text to translate follows a colon
     after = given.group("after") if given is not None else None
-    if given is not None and not _NAMES_ITEM.search(given.group(0)) \
+    if given is not None and not NAMES_ITEM.search(given.group(0)) \
             and not (after and (after.rstrip().endswith("?") or QUESTION_WORD.match(after))):
         return "translating a given text"  # not "Переведи статью «…»" (a title), nor "…: что значит X?"
     if _GIVEN_FILE.search(body):
         return "a file given with the message"
     if _CALENDAR_MATHS.search(body):
         return "calendar arithmetic"
-    if _WORD_TO_TRANSLATE.search(body) and not _NAMES_ITEM.search(body):
+    if _WORD_TO_TRANSLATE.search(body) and not NAMES_ITEM.search(body):
         return "translating a word"
     if any(_MAKING_TASK.search(clause.strip(" ,")) for clause in CLAUSES.split(body)):
         return "writing code or a text that is no answer"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from router.reader import COLLECTION_NOUN
+from router.reader import COLLECTION_NOUN, HOLIDAY_WISHES
 from router.reader import words_pattern as _r
 
 __all__ = [
@@ -18,7 +18,7 @@ __all__ = [
     "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_ONLY", "LIST_REQUEST", "RETELL_SEPARATED",
     "EMBEDDED_QUESTION", "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "attacks", "injected", "small_talk", "strip_greeting", "without_injection",
-    "FILLERS", "PUBLICATION_VERB", "RETELL_QUESTION", "an_aside", "without_asides",
+    "FILLER", "FILLERS", "PUBLICATION_VERB", "RETELL_QUESTION", "an_aside", "without_asides",
 ]
 
 
@@ -69,9 +69,7 @@ GREETING_START = _r(
     r"^(?:hi|hello|hey|thanks|thank you|good (?:morning|evening|afternoon|day)|привет|здравствуй\w*|спасибо"
     r"|добр\w+ (?:утро|день|вечер)|hallo|guten (?:morgen|tag|abend)|danke|moin|servus"
     # a holiday's wishes: "Merry Christmas!", "С Новым годом!", "Frohe Weihnachten", "Guten Rutsch"
-    r"|(?:merry|happy)\s+(?:christmas|xmas|new\s+year|holidays|easter)|frohe\w*\s+(?:weihnacht\w*|ostern|feiertage)"
-    r"|frohes\s+neues(?:\s+jahr)?|guten\s+rutsch|с\s+(?:наступающим|новым\s+годом|рождеством|праздник\w*))"
-    r"\b[\s!.,]*(.{0,60})$"
+    r"|" + HOLIDAY_WISHES + r")\b[\s!.,]*(.{0,60})$"
 )
 # Where an injected instruction ends: the clause it is in is dropped, the rest is routed.
 CLAUSE_BREAK = _r(
@@ -95,7 +93,8 @@ OFF_TOPIC = _r(
     r"|(?<![\w.-])[a-z]\s*\^\s*\d|(?<![\w.-])\d+[a-z]\s*[-+]\s*\d+\s*=|\bsin\s*\(\s*x\s*\)"
 )
 # A dictated message's fillers before its request ("ну эээ покажи …", "um so uh show me …", "äh zeig mal …").
-FILLERS = r"(?:(?:ну|э+|э+м|хм+|короче|типа|um+|uh+m?|hmm+|erm|äh+m?|öh+m?|so|also)[,\s]+)*"
+FILLER = r"(?:ну|э+|э+м|хм+|короче|типа|um+|uh+m?|hmm+|erm|äh+m?|öh+m?|so|also)"  # one word; no topic either
+FILLERS = r"(?:" + FILLER + r"[,\s]+)*"
 POLITE = FILLERS + (
     r"(?:(?:please|kindly|bitte|пожалуйста|будьте добры)[,\s]+|(?:could|can|would)\s+you\s+(?:please\s+|kindly\s+)?"
     r"|(?:könnten|können|kannst|könntest)\s+(?:sie|du)\s+(?:mir\s+)?(?:bitte\s+)?"

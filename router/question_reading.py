@@ -19,6 +19,7 @@ from infra.results import Language, LanguageFilter
 from router.intent import (
     ASK_CLAUSE,
     BRIEF_ANSWER,
+    FILLER,
     LISTING_QUESTION,
     OFF_TOPIC,
     PUBLICATION_VERB,
@@ -45,6 +46,7 @@ __all__ = [
 # Order words, not topic ("die allerersten Beiträge", "die neuesten Beiträge", "новейшие статьи").
 _ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|перв(?:ые|ых)|\b(?:aller)?(?:älteste\w*|früheste\w*"
                          r"|neueste\w*|aktuellste\w*)|\ballererst\w*", re.I | re.U)
+_FILLER = re.compile(FILLER, re.I | re.U)  # a dictated message's fillers ("ну", "um", "äh") are no topic
 _STOPWORDS = frozenset(
     """
     find show me list search for about on the a an all some please in from of
@@ -69,7 +71,7 @@ _STOPWORDS = frozenset(
     прям прямо вообще чём чем doch genau eigentlich halt denn sind ist подборку подборка selection auswahl
     ищу ищем looking every each
     put alles neue neuen neuer ein eine einen einem einer ever
-    ну э ээ эээ эм хм короче типа um umm uh uhm hmm erm äh ähm öh öhm so aber
+    aber
     """.split()
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
@@ -95,7 +97,7 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     def topical(w: str) -> bool:
         return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
             and not _ORDER_WORD.fullmatch(w) and not COLLECTION_NOUN.fullmatch(w) \
-            and not PUBLICATION_VERB.fullmatch(w)  # "посты", "Meldungen": the collection, in any form
+            and not PUBLICATION_VERB.fullmatch(w) and not _FILLER.fullmatch(w)  # "посты", "Meldungen": the collection
 
     # A clitic "s" goes with the word it was split from: "gab's", "what's" are dropped whole; "Let's" stays.
     kept = [w for i, w in enumerate(words)

@@ -34,6 +34,11 @@ NOUN_FORMS = ("articles", "article", "artikel", "статьи", "статья", 
                "publications", "публикации")
 
 
+def _one_edit_from(word: str, forms: tuple[str, ...]) -> str | None:
+    """The first of ``forms`` that ``word`` (already casefolded) is one edit from, if any."""
+    return next((form for form in forms if one_edit(word, form)), None)
+
+
 def one_edit(word: str, form: str) -> bool:
     """``word`` is ``form`` with one letter changed, added, dropped, or two neighbours swapped."""
     if abs(len(word) - len(form)) > 1:
@@ -117,7 +122,7 @@ def _spelled_out(clause: str) -> str:
     word = first.casefold()
     if len(word) < 4 or re.fullmatch(_WRITE_VERB, word, re.IGNORECASE):
         return clause
-    near = next((form for form in _WRITE_FORMS if one_edit(word, form)), None)
+    near = _one_edit_from(word, _WRITE_FORMS)
     return f"{head}{near} {rest}" if near else clause
 
 
@@ -162,7 +167,7 @@ _SOURCE_PREPOSITION = _r(
 )
 _LOCATION_PREPOSITION = _r(r"^(?:in|inside|within|в|во|im|in|innerhalb)$")
 _OBJECT_PRONOUN = _r(r"^(?:it|them|those|her|его|её|ее|их|es|ihn|sie|diese)$")
-_NAMES_ITEM = _r(r"\b" + COLLECTION_NOUN + r"\b")  # the message names an article, a post, a Beitrag
+NAMES_ITEM = _r(r"\b" + COLLECTION_NOUN + r"\b")  # the message names an article, a post, a Beitrag (the gate's too)
 # Where a clause joins another: "… and save it", "… und rufe X auf".
 CONJUNCTION = _r(r"\s+(?:and|и|und|then|затем|потом|dann)\s+")
 _WORD = re.compile(r"[\w'’-]+", re.U)
@@ -186,7 +191,7 @@ def _reads(word: str) -> bool:
     or one of the commonest typed one letter off."""
     folded = word.casefold()
     return bool(_READ_VERB.match(word) or (folded.endswith("те") and _READ_VERB.match(word[:-2]))
-                or (len(folded) >= 4 and any(one_edit(folded, form) for form in _READ_FORMS)))
+                or (len(folded) >= 4 and _one_edit_from(folded, _READ_FORMS) is not None))
 
 
 def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
@@ -225,16 +230,16 @@ def _acts_on_collection(clause: str, *, named_before: bool) -> bool:
     words = _WORD.findall(text)
     if not words or QUESTION_WORD.match(words[0]) or not _imperative(words, after_modal=text != opened):
         return False
-    if _in_a_period(text, text.find(words[0])):
-        return False  # "прошлой зимой новости руби": the first word is a period's ("прошлой"), no imperative
+    # "прошлой зимой новости руби": a first word that is a period's ("прошлой") is no imperative; checked
+    # only where a write would be concluded (the period grammar is the costly part)
     if named_before and len(words) > 1 and _OBJECT_PRONOUN.match(words[1]):
-        return True
+        return not _in_a_period(text, text.find(words[0]))
     changes = _CHANGE_WORD.fullmatch(words[0]) is not None  # "скрой из выдачи все новости …": from where
     for i, word in enumerate(words[1:7], start=1):
         if QUESTION_WORD.fullmatch(word):
             return False  # "Уточни, как в статьях про …": the articles are the question clause's, not the verb's object
         if re.fullmatch(COLLECTION_NOUN, word, re.I):
-            return True
+            return not _in_a_period(text, text.find(words[0]))
         if _reads(word):
             return False  # "игнорируй мелкие патч-релизы, покажи статьи …": the articles are the reading verb's
         if not changes and (_SOURCE_PREPOSITION.match(word) or (_LOCATION_PREPOSITION.match(word) and i == 1)):
@@ -313,7 +318,7 @@ def _structural_write(clause: str, *, named_in_message: bool = False) -> bool:
     for part in CONJUNCTION.split(clause):
         if _acts_on_collection(part.strip(" ,"), named_before=named):
             return True
-        named = named or _NAMES_ITEM.search(part) is not None
+        named = named or NAMES_ITEM.search(part) is not None
     return False
 
 
@@ -403,7 +408,7 @@ def write_intent(text: str) -> str | None:
     """The clause that asks to write or change the collection, or None."""
     # An item named in one sentence is the object of a change in the next: "В статье про … опечатка. Поправь
     # её.", "… there's a duplicate post. Delete the older copy."
-    named = _NAMES_ITEM.search(text) is not None
+    named = NAMES_ITEM.search(text) is not None
     for clause in (_spelled_out(c.strip(" ,")) for c in CLAUSES.split(text)):
         if not clause or DIGEST_REQUEST.search(clause) or LIST_REQUEST.search(clause):  # "Составь обзор статей про …" reads them
             continue
@@ -411,7 +416,7 @@ def write_intent(text: str) -> str | None:
             return clause
         if _WRITE_OBJECT.search(clause):
             return clause
-        has_object = _NAMES_ITEM.search(clause)
+        has_object = NAMES_ITEM.search(clause)
         if has_object and _STATE.search(clause) and _WRITE_TO_STATE.search(clause):
             return clause  # "Setz den Beitrag Impressum auf versteckt", "mark post 12 as hidden"
         if has_object and _GERMAN_INFINITIVE.search(clause) and not QUESTION_WORD.match(clause):

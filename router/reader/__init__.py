@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from router.reader._calendar import shift, unit_span
-from router.reader._languages import COLLECTION_NOUN, LanguageCues, language_cues
+from router.reader._holidays import HOLIDAY_WISHES
+from router.reader._languages import COLLECTION_NOUN, WHICH_LANGUAGES, LanguageCues, language_cues
 from router.reader._number_words import spelled_numbers_as_digits
 from router.reader._numbers import NUMBER_WORD_ALTERNATION, NUMBER_WORDS, number_value
 from router.reader._order import OrderReading, read_order
@@ -50,6 +51,8 @@ from router.reader._vocabulary import (
 )
 
 __all__ = [
+    "HOLIDAY_WISHES",
+    "WHICH_LANGUAGES",
     "as_the_grammar_reads",
     "spelled_numbers_as_digits",
     "COLLECTION_NOUN",

@@ -525,12 +525,12 @@ def _rolling(tokens: list[Token], i: int, today: date) -> Anchor | None:
     unit, k = single
     if unit == "week" and not word.startswith("последн"):
         return None  # "the past week" is read as "last week"
-    if unit == "quarter" and word != "past" and year_spec(tokens, k, today) is None:
-        # "the last quarter", "последний квартал": the calendar quarter before this one (the convention)
-        return _unit_offset(i, k, "quarter", -1, today)
     months = {"quarter": 3, "half": 6}.get(unit)
     if months and year_spec(tokens, k, today) is not None:
         return None  # "the last quarter of 2025", "в последнем квартале 2024 года": that year's final part
+    if unit == "quarter" and word != "past":
+        # "the last quarter", "последний квартал": the calendar quarter before this one (the convention)
+        return _unit_offset(i, k, "quarter", -1, today)
     return _window(i, k, shift(today, "month", -months) if months else shift(today, unit, -1), today)
 
 

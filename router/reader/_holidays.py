@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["holidays_as_days"]
+__all__ = ["HOLIDAY_WISHES", "holidays_as_days"]
 
 _LAST = r"(?:(?:the\s+)?last\s+|прошл\w+\s+|letzte[nms]?\s+|vorige[nms]?\s+)?"
 # A holiday naming a thing, not a day: "the Christmas release" (Ruby's), "Christmas tradition".
 _NOT_AN_ATTRIBUTE = r"(?!\s+(?:releases?|versions?|traditions?|gifts?|presents?|editions?|релиз\w*|версии?|Release\w*))"
-# A greeting: the holiday is wished, not dated.
-_GREETING = re.compile(
-    r"(?:happy|merry)\s+(?:new\s+year|christmas|xmas)|frohe\w*\s+(?:weihnacht\w*|neujahr|ostern)|guten\s+rutsch"
-    r"|с\s+(?:наступающим\s+)?(?:новым\s+годом|рождеством|праздник\w*)|(?:schöne|frohe)\s+feiertage",
-    re.IGNORECASE,
+# A holiday's wishes: the holiday is wished, not dated (the request rules read them as a greeting too).
+HOLIDAY_WISHES = (
+    r"(?:merry|happy)\s+(?:new\s+year|christmas|xmas|holidays|easter)|frohe\w*\s+(?:weihnacht\w*|neujahr|ostern|feiertage)"
+    r"|frohes\s+neues(?:\s+jahr)?|guten\s+rutsch|schöne\s+feiertage"
+    r"|с\s+(?:наступающим(?:\s+(?:новым\s+годом|рождеством|праздник\w*))?|новым\s+годом|рождеством|праздник\w*)"
 )
+_GREETING = re.compile(HOLIDAY_WISHES, re.IGNORECASE)
 _DAYS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(r"(?<![\w-])" + _LAST + pattern + r"(?![\w-])" + _NOT_AN_ATTRIBUTE, re.IGNORECASE), day)
     for pattern, day in (

@@ -21,6 +21,8 @@ from router.reader._patterns import sentence_ends_between, without_spans
 from router.reader._patterns import words_pattern as _r
 from router.reader._spelling import inner_edits
 
+# Asking in which languages a thing is written (every language is searched; the question asks for the list).
+WHICH_LANGUAGES = r"\b(?:in|on)\s+which\s+languages\b|(?<!\w)(?:на|в)\s+каких\s+языках(?!\w)|\bin\s+welchen\s+sprachen\b"
 _ALL_LANGUAGES = _r(
     r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
     r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
@@ -29,7 +31,7 @@ _ALL_LANGUAGES = _r(
     r"|\bany\s+language\s+is\s+fine\b|\b(?:does\s*n[o']?t|does\s+not)\s+matter\s+(?:which|what)\s+language\b"
     r"|(?<!\w)язык\s+любой(?!\w)|(?<!\w)любой\s+язык(?!\w)"
     # the languages a thing exists in: "in which languages …", "на каких языках …", "in welchen Sprachen …"
-    r"|\b(?:in|on)\s+which\s+languages\b|(?<!\w)(?:на|в)\s+каких\s+языках(?!\w)|\bin\s+welchen\s+sprachen\b"
+    r"|" + WHICH_LANGUAGES +
     r"|(?<!\w)язык\s+(?:стат\w+\s+|материал\w+\s+|публикаци\w+\s+)?(?:не\s+важен|неважен|не\s+имеет\s+значения)"
     r"|\bsprache\s+(?:der\s+(?:artikel|beiträge|quellen)\s+)?(?:ist\s+)?(?:egal|unwichtig)\b"
     r"|\bsprache\s+spielt\s+keine\s+rolle\b|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"

@@ -88,9 +88,9 @@ def amount(tokens: list[Token], i: int) -> Amount | None:
     half = _half(tokens, i)
     if half is not None:
         return half
-    couple = _couple(tokens, i)
-    if couple is not None:
-        return couple
+    vague = _vague_count(tokens, i)
+    if vague is not None:
+        return vague
     counted = count_at(tokens, i)
     if counted is None:
         return None
@@ -113,13 +113,13 @@ def _half(tokens: list[Token], i: int) -> Amount | None:
     return None
 
 
-# "a couple of weeks", "couple months", "пару недель", "пару месяцев": two (not "ein paar": a few).
-# A vague count read as a number: a couple ("пару", "ein paar") is two, a few ("несколько", "einige") three.
+# A vague count read as a number: a couple ("a couple of weeks", "пару недель", "ein paar Wochen") is two, a few
+# ("a few months", "несколько недель", "einige Tage") three.
 _VAGUE_COUNTS = {"couple": 2, "пару": 2, "пара": 2, "paar": 2, "few": 3, "несколько": 3, "нескольких": 3,
                  "einige": 3, "einigen": 3}
 
 
-def _couple(tokens: list[Token], i: int) -> Amount | None:
+def _vague_count(tokens: list[Token], i: int) -> Amount | None:
     j = i + 1 if i < len(tokens) and tokens[i].fold in ("a", "the", "ein") else i
     if j >= len(tokens) or tokens[j].fold not in _VAGUE_COUNTS:
         return None
