@@ -40,6 +40,20 @@ def free_port() -> int:
         return port
 
 
+def _awaiting(task: asyncio.Task[Any]) -> str:
+    """The task's chain of awaits, outermost first, down to what it waits on."""
+    lines = [repr(task)]
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is None:
+            lines.append(f"  waiting on {awaited!r}")
+            break
+        lines.append(f"  {frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return "\n".join(lines)
+
+
 class ApiServer:
     """`api.main.create_app(settings)` served by uvicorn in a thread, on a loopback port."""
 
@@ -76,6 +90,30 @@ class ApiServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=15)
+
+    def dump_tasks(self) -> str:
+        """Every thread's stack and every task of the server's event loop: what a request that does
+        not answer is waiting on (for a drill's failure report; read from the test's thread)."""
+        import faulthandler
+        import tempfile
+
+        with tempfile.TemporaryFile("w+") as frames:
+            faulthandler.dump_traceback(file=frames, all_threads=True)
+            frames.seek(0)
+            out = ["== threads", frames.read(), "== API tasks"]
+        servers = self._server.servers if self._server is not None else []
+        if servers:
+            loop = servers[0].get_loop()
+            for _ in range(5):  # the set may change while it is read from this thread
+                try:
+                    tasks = list(asyncio.all_tasks(loop))
+                    break
+                except RuntimeError:
+                    continue
+            else:
+                tasks = []
+            out.extend(_awaiting(task) for task in tasks)
+        return "\n".join(out)
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}

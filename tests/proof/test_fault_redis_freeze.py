@@ -6,8 +6,11 @@ and after SIGCONT submissions are accepted and run again; nothing accepted is lo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +34,22 @@ from tests.proof.conftest import DRILL_ENV, SEARCH_RUBY, TaggedLLM, assert_final
 pytestmark = pytest.mark.slow
 
 ANSWER_WITHIN_S = 5.0
+
+
+@contextlib.contextmanager
+def _report_if_slow(api: ApiServer, what: str) -> Iterator[None]:
+    """Print what the in-process API is waiting on when `what` has not answered in time: a hang
+    past the client's timeout then says where it was."""
+
+    def report() -> None:
+        print(f"\n{what}: no answer after {ANSWER_WITHIN_S + 1:g}s\n{api.dump_tasks()}", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(ANSWER_WITHIN_S + 1, report)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 @pytest.fixture
@@ -69,7 +88,8 @@ def test_frozen_redis_answers_within_5s(frozen_redis: RedisServer, settings: Set
                             ("GET", "/v1/ops/health", None),
                         ]:
                             started = time.monotonic()
-                            response = c.request(method, path, json=body)
+                            with _report_if_slow(api, f"{method} {path}"):
+                                response = c.request(method, path, json=body)
                             took = time.monotonic() - started
                             slowest = max(slowest, took)
                             answered[f"{method} {path.split('/')[2]}{'/pages' if 'pages' in path else ''} "
