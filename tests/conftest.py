@@ -22,8 +22,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support import reaper, services
-from tests.support.llm_server import ScriptedLLM
+from tests.support.rewrite_first import import_plugin_packages
+
+import_plugin_packages()  # first, while this process has one thread (see the module)
+
+from tests.support import reaper, services  # noqa: E402
+from tests.support.llm_server import ScriptedLLM  # noqa: E402
 
 _RUN = secrets.token_hex(4)
 TEST_DATABASE = f"turnout_test_{_RUN}"
