@@ -15,7 +15,7 @@ from infra.messages.job import JobMessage
 from infra.redis import CONNECT_TIMEOUT_S, TIMEOUTS
 from infra.settings import Settings
 from infra.status import JobPriority
-from workers.registry import DELIVER_WEBHOOK, RUN_JOB
+from workers.registry import DELIVER_WEBHOOK, PING, RUN_JOB
 
 log = logging.getLogger("turnout.dispatch")
 
@@ -72,3 +72,22 @@ def send_webhook(app: Celery, settings: Settings, delivery_id: int, *, countdown
         log.warning("could not enqueue webhook delivery %s (the sweeper will): %s", delivery_id, exc)
         return False
     return True
+
+
+def answers_ping(app: Celery, *, timeout: float) -> bool:
+    """Whether a worker on `app`'s broker answers a `ping` on the maintenance queue within `timeout`.
+
+    The reply's subscription is dropped before this returns, answered or not. Left to the garbage
+    collector, a pending result unsubscribes over the network from whichever thread collects it
+    (Celery's `AsyncResult.__del__`); when that broker's Redis is frozen or gone by then, the thread
+    blocks for ~20 s (Celery's reconnect retries) to minutes (a frozen server: a 120 s read timeout)."""
+    try:
+        result = app.send_task(PING.name, queue=PING.queue.value, expires=10)
+    except Exception:  # the broker's errors vary by transport: not answered
+        return False
+    try:
+        return bool(result.get(timeout=timeout)["pong"])
+    except Exception:  # no answer in time, or the worker failed the ping
+        return False
+    finally:
+        result.backend.remove_pending_result(result)

@@ -353,21 +353,18 @@ def start_worker(settings: Settings, queues: str, *, beat: bool, env: dict[str, 
                  concurrency: int = 4) -> services.WorkerProcess:
     """A worker in the stack described by `settings`, ready when it answers a ping on its own broker."""
     from workers.app import create_celery
+    from workers.dispatch import answers_ping
 
     worker = services.WorkerProcess(
         queues=queues, concurrency=concurrency, env=settings_env(settings, **(env or {})), beat=beat
     ).start(wait_ready=False)
     app = create_celery(settings)
     deadline = time.monotonic() + 60
-    while True:
+    while not answers_ping(app, timeout=2):
         if worker.proc is not None and worker.proc.poll() is not None:
             raise RuntimeError(f"worker exited: {worker.log_text()[-3000:]}")
-        try:
-            app.send_task("turnout.maintenance.ping", queue="maintenance", expires=10).get(timeout=2)
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"worker not ready: {worker.log_text()[-3000:]}") from None
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"worker not ready: {worker.log_text()[-3000:]}")
     app.close()
     return worker
 

@@ -114,17 +114,15 @@ class WorkerProcess:
         return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:
+        from workers.dispatch import answers_ping
         from workers.tasks.maintenance import ping
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"celery worker exited with {self.proc.returncode}; log: {self.log_text()[-3000:]}")
-            try:
-                ping.apply_async(queue="maintenance", expires=10).get(timeout=2)
+            if answers_ping(ping.app, timeout=2):
                 return
-            except Exception:
-                continue
         raise RuntimeError(f"celery worker not ready in {timeout}s; log: {self.log_text()[-3000:]}")
 
     def log_text(self) -> str:

@@ -226,16 +226,12 @@ class Stack:
         self._step("waiting for the API and the workers to answer")
         self._wait_for("the API", self._api_answers, deadline)
         from workers.app import process_app
-        from workers.registry import PING
+        from workers.dispatch import answers_ping
 
         celery_app = process_app()  # built now: from the settings set above
 
-        def front_answers() -> bool:
-            try:
-                result = celery_app.send_task(PING.name, queue=PING.queue.value, expires=10)
-                return bool(result.get(timeout=2)["pong"])
-            except Exception:  # not consuming yet (timeout) or broker hiccup: ask again
-                return False
+        def front_answers() -> bool:  # False: not consuming yet, or a broker hiccup: asked again
+            return answers_ping(celery_app, timeout=2)
 
         def answers(node: str) -> Callable[[], bool]:
             def check() -> bool:
