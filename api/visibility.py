@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 
 from infra.db.jobs import JobRow
 from infra.db.visibility import visible_ids
-from infra.pages import PageSource, load_page
+from infra.pages import LoadedPage, load_page
 from infra.results import ArticlesPage, NormalizedSearch, QuestionResult
 from infra.settings import Settings
 from retrieval.search import search_articles
@@ -22,7 +22,7 @@ from retrieval.search import search_articles
 
 async def visible_page(
     pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings, search: NormalizedSearch, page: int
-) -> tuple[ArticlesPage, PageSource]:
+) -> LoadedPage:
     """Page `page` of `search`: from the cache when all its articles are still visible, else searched."""
 
     async def fetch(filters: NormalizedSearch) -> ArticlesPage:
@@ -49,7 +49,7 @@ async def visible_result(
     update: dict[str, object] = {"sources": [s for s in result.sources if s.article_id in shown]}
     if result.articles is not None and result.search is not None:
         if any(item.id not in shown for item in result.articles.items):
-            update["articles"], _ = await visible_page(pool, redis, settings, result.search, result.articles.page)
+            update["articles"] = (await visible_page(pool, redis, settings, result.search, result.articles.page)).articles
     return result.model_copy(update=update)
 
 

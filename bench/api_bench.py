@@ -286,7 +286,7 @@ async def page_cache_layer(doc: dict[str, Any], page: int, iterations: int) -> t
     try:
         for _ in range(iterations):
             started = time.perf_counter()
-            _, source = await load_page(redis, settings, search, page, fetch=never, visible=everything)
+            source = (await load_page(redis, settings, search, page, fetch=never, visible=everything)).source
             layer.append(time.perf_counter() - started)
             assert source == "cache"
             started = time.perf_counter()

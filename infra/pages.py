@@ -17,7 +17,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -30,6 +30,16 @@ log = logging.getLogger("turnout.pages")
 
 PageSource = Literal["cache", "search"]
 VisibleIds = Callable[[list[str]], Awaitable[set[str]]]  # the ids of the list that may be shown now
+
+
+class LoadedPage(NamedTuple):
+    """A page and where it came from. `cache_reachable` False: the cache's Redis failed on this
+    request (the page was searched), so the caller's own Redis writes for it (a metric) would only
+    wait out another timeout."""
+
+    articles: ArticlesPage
+    source: PageSource
+    cache_reachable: bool
 
 
 def page_filters(search: NormalizedSearch, page: int) -> NormalizedSearch:
@@ -67,7 +77,7 @@ async def load_page(
     *,
     fetch: Callable[[NormalizedSearch], Awaitable[ArticlesPage]],
     visible: VisibleIds,
-) -> tuple[ArticlesPage, PageSource]:
+) -> LoadedPage:
     """Page `page` of `search` from the cache, or from `fetch` (then cached). A cached page with
     an article `visible` no longer admits is fetched again (and the cache entry replaced).
 
@@ -82,7 +92,7 @@ async def load_page(
     if cached is not None:
         ids = [item.id for item in cached.items]
         if set(ids) <= await visible(ids):
-            return cached, "cache"
+            return LoadedPage(cached, "cache", cache_reachable=True)
         log.info("cached page %s holds an article no longer visible; searching again", page)
         try:
             await drop_pages(redis, settings, search, max(cached.total_pages, page))
@@ -91,9 +101,10 @@ async def load_page(
     filters = page_filters(search, page)
     articles = await fetch(filters)
     if not reachable:  # a second wait on a Redis that just failed would only delay the answer
-        return articles, "search"
+        return LoadedPage(articles, "search", cache_reachable=False)
     try:
         await put_page(redis, settings, filters, articles)
     except RedisError as exc:
         log.warning("page cache write failed: %s", exc)
-    return articles, "search"
+        return LoadedPage(articles, "search", cache_reachable=False)
+    return LoadedPage(articles, "search", cache_reachable=True)

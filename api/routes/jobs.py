@@ -239,9 +239,10 @@ async def job_page(pool: asyncpg.Pool, redis: aioredis.Redis, settings: Settings
     if n > last:
         raise ApiError(404, "page_out_of_range", f"page {n} does not exist; this result has pages 1..{last}",
                        {"totalPages": result.articles.total_pages})
-    articles, source = await visible_page(pool, redis, settings, result.search, n)
-    with contextlib.suppress(RedisError, OSError):  # a metric; the page is served regardless
-        await counters.incr(redis, settings, counters.PAGE_CACHE, outcome="hit" if source == "cache" else "miss")
+    articles, source, cache_reachable = await visible_page(pool, redis, settings, result.search, n)
+    if cache_reachable:  # else Redis just timed out on this request: the metric would wait once more
+        with contextlib.suppress(RedisError, OSError):  # a metric; the page is served regardless
+            await counters.incr(redis, settings, counters.PAGE_CACHE, outcome="hit" if source == "cache" else "miss")
     search = page_filters(result.search, n).model_copy(update={"adjustments": result.search.adjustments})
     page_result = result.model_copy(update={"articles": articles, "search": search})
     return PageDocument(job_id=job_id, page=n, source=source, result=page_result)

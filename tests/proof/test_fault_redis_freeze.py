@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from infra.redis import READ_TIMEOUT_S
 from infra.settings import Settings
 from tests.api.support import (
     ApiServer,
@@ -34,6 +35,8 @@ from tests.proof.conftest import DRILL_ENV, SEARCH_RUBY, TaggedLLM, assert_final
 pytestmark = pytest.mark.slow
 
 ANSWER_WITHIN_S = 5.0
+# No request waits on the frozen Redis twice: one client timeout (2 s), and the rest of its work.
+ONE_REDIS_WAIT_S = READ_TIMEOUT_S + 1.5
 
 
 @contextlib.contextmanager
@@ -94,7 +97,7 @@ def test_frozen_redis_answers_within_5s(frozen_redis: RedisServer, settings: Set
                             slowest = max(slowest, took)
                             answered[f"{method} {path.split('/')[2]}{'/pages' if 'pages' in path else ''} "
                                      f"{response.status_code}"] += 1
-                            assert took < ANSWER_WITHIN_S, (method, path, took, response.text)
+                            assert took < min(ANSWER_WITHIN_S, ONE_REDIS_WAIT_S), (method, path, took, response.text)
                             if method == "POST" or path.endswith("health"):
                                 assert response.status_code == 503, (path, response.text)
                                 assert int(response.headers["Retry-After"]) > 0
