@@ -2,11 +2,12 @@
 
 pytest rewrites the asserts of every module of a package that registers a plugin (schemathesis,
 hypothesis, anyio, ...), so the first import of each such module runs `ast.parse`. CPython 3.11.7's
-AST constructor keeps its recursion depth in interpreter-wide state (python/cpython#106905), so
-two threads parsing at once can fail one of them with `SystemError: AST constructor recursion
-depth mismatch`. The suite runs servers in threads (the scripted LLM, in-process APIs), and
-schemathesis and hypothesis import much lazily, during a test: CI met exactly that failure in
-`test_fuzz`. Importing here, while the process has one thread, leaves no parse for test time.
+AST constructor keeps its recursion depth in interpreter-wide state (python/cpython#106905), so two
+parses that overlap - in two threads, or one begun by code the garbage collector runs in the middle
+of another - fail with `SystemError: AST constructor recursion depth mismatch`. CI met it in
+`test_fuzz` (schemathesis imports ~90 modules lazily there), beside the suite's server threads and
+a collected `AsyncResult` reconnecting to a dead Redis. Importing here, while the process has one
+thread and little garbage, leaves no parse for test time.
 """
 
 from __future__ import annotations
