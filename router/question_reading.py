@@ -74,6 +74,23 @@ _STOPWORDS = frozenset(
     aber
     """.split()
 )
+# Closed word classes, never a topic: the asker's pronouns and the auxiliary of a question about what
+# was published ("what did we post …", "was haben wir … veröffentlicht", "что мы выложили …").
+_FUNCTION_WORDS = frozenset(
+    """
+    we us our ours i my did does do
+    мы нас нам нами наш наша наше наши нашем нашей нашего нашу я
+    wir uns unser unsere unserem unseren unserer unseres ich hat
+    """.split()
+)
+# The site or blog as the place the articles are ("on the site", "на сайте", "im Blog"): the collection.
+_ON_THE_SITE = re.compile(
+    r"\b(?:on|at|in|from)\s+(?:the|our|this|your)\s+(?:web\s?)?(?:site|blog)\b"
+    r"|(?<!\w)(?:на|в|из)\s+(?:нашем\s+|вашем\s+|этом\s+|нашего\s+|этого\s+)?(?:сайте|сайта|блоге|блога)(?!\w)"
+    r"|\b(?:auf|in|von|aus)\s+(?:der|dem|unserer|unserem|eurer|eurem|ihrer|ihrem)\s+(?:web)?(?:seite|site|website|blog)\b"
+    r"|\b(?:im|vom|aus\s+dem)\s+blog\b",
+    re.I | re.U,
+)
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
 # there. Not stop words everywhere: a follow-up's "which one was two pages back?" is a question, no move.
 INTERROGATIVES = frozenset("which what какие какой какая каких какое welche welcher welches welchen".split())
@@ -92,10 +109,11 @@ _ORPHAN_POSSESSIVE = re.compile(r"(?:(?<=\s)|^)['’]s\b")
 
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     """The topic words of ``text``: without the request and collection words (None: nothing left)."""
-    words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", text))]
+    words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", _ON_THE_SITE.sub(" ", text)))]
 
     def topical(w: str) -> bool:
-        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
+        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in _FUNCTION_WORDS \
+            and w.casefold() not in drop \
             and not _ORDER_WORD.fullmatch(w) and not COLLECTION_NOUN.fullmatch(w) \
             and not PUBLICATION_VERB.fullmatch(w) and not _FILLER.fullmatch(w)  # "посты", "Meldungen": the collection
 

@@ -23,6 +23,19 @@ from router.reader._spelling import inner_edits
 
 # Asking in which languages a thing is written (every language is searched; the question asks for the list).
 WHICH_LANGUAGES = r"\b(?:in|on)\s+which\s+languages\b|(?<!\w)(?:на|в)\s+каких\s+языках(?!\w)|\bin\s+welchen\s+sprachen\b"
+# Indifference to the language, by its grammar rather than by phrase: a word for language and a word
+# of indifference in one sentence, a few words apart in either order ("на каком языке — без разницы",
+# "whatever language", "die Sprache ist mir wurscht", "language: don't care"). "Gleich" only as a
+# predicate ("ist mir gleich"): "in der gleichen Sprache" asks for one language.
+_LANGUAGE_NOUN = r"(?:(?:(?:на|в|in|auf)\s+)?(?:каком|какой|which|what|welcher|welche)\s+)?(?:languages?|язык\w*|sprachen?)"
+_INDIFFERENT = (
+    r"(?:whatever|no\s+matter|does\s*n[o'’]?t\s+matter|does\s+not\s+matter|do\s*n[o'’]?t\s+care|do\s+not\s+care"
+    r"|irrelevant|unimportant|not\s+important|без\s+разницы|неважно|не\s+важно|вс[её]\s+равно|не\s+имеет\s+значения"
+    r"|не\s+принципиально|непринципиально|egal|wurscht|wurst|schnuppe|beliebig\w*|unwichtig|nicht\s+wichtig"
+    r"|keine\s+rolle|ist\s+(?:mir\s+)?gleich)(?![\w-])"
+)
+_INDIFFERENT_TO_LANGUAGE = (r"(?<![\w-])" + _LANGUAGE_NOUN + r"(?![\w-])[^.?!;\n]{0,25}?(?<![\w-])" + _INDIFFERENT
+                            + r"|(?<![\w-])" + _INDIFFERENT + r"[^.?!;\n]{0,20}?(?<![\w-])" + _LANGUAGE_NOUN + r"(?![\w-])")
 _ALL_LANGUAGES = _r(
     r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
     r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
@@ -39,6 +52,7 @@ _ALL_LANGUAGES = _r(
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
     r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"
     r"|\bsprachunabhängig\w*|\bunabhängig\s+von\s+der\s+sprache|\balle\s+sprachen\b"
+    r"|" + _INDIFFERENT_TO_LANGUAGE
 )
 _STEMS: tuple[tuple[str, Language], ...] = (
     (r"german|deutsch\w*|немецк\w*|по-немецки", "de"),
@@ -145,9 +159,29 @@ def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
     return bool(_ANSWER_VERB_AFTER.match(text[mention.end:]))
 
 
+# A preposition that opens the topic ("about", "про", "zur"), with its article: an adjective after it
+# qualifies the topic's noun, not the articles.
+_TOPIC_OPENS = _r(
+    r"(?:\b(?:about|regarding|on|of|über|zu[rm]?|von|vom)|(?<!\w)(?:про|об?|по\s+поводу|насч[её]т))\s+"
+    r"(?:(?:the|a|an|den|die|der|das|dem|des|ein\w*)\s+)?$"
+)
+_NEXT_WORD = _r(r"^\s+([\w-]+)")
+
+
+def _names_the_topic(text: str, mention: _Mention) -> bool:
+    """ "posts about the Russian mirror of rubygems", "про русский перевод сайта", "Artikel zur
+    russischen Übersetzung": an adjective after the topic's preposition, on a noun that is not the
+    articles', is part of the topic (it stays in it), not the articles' language."""
+    if mention.phrase or _on_collection(text, mention) or not _TOPIC_OPENS.search(text[:mention.start]):
+        return False
+    noun = _NEXT_WORD.match(text[mention.end:])
+    return noun is not None and not COLLECTION_NOUN.fullmatch(noun.group(1)) \
+        and _LANGUAGE_NOUN_AFTER.match(text[mention.end:]) is None
+
+
 def language_cues(question: str) -> LanguageCues:
     question = _spelled(question)
-    mentions = _mentions(question)
+    mentions = [m for m in _mentions(question) if not _names_the_topic(question, m)]
     answer_mentions = [m for m in mentions if _governed_by_answer_verb(question, m)]
     articles = [m for m in mentions if m not in answer_mentions]
     if not answer_mentions and len(articles) >= 2 and articles[-1].phrase \
