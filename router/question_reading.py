@@ -75,12 +75,13 @@ _STOPWORDS = frozenset(
     """.split()
 )
 # Closed word classes, never a topic: the asker's pronouns and the auxiliary of a question about what
-# was published ("what did we post …", "was haben wir … veröffentlicht", "что мы выложили …").
+# was published ("what did we post …", "was haben wir … veröffentlicht", "что мы выложили …"). Not
+# when typed as an acronym ("US", "DO"); not "I" ("I/O") nor "hat" ("Red Hat").
 _FUNCTION_WORDS = frozenset(
     """
-    we us our ours i my did does do
+    we us our ours my did does do
     мы нас нам нами наш наша наше наши нашем нашей нашего нашу я
-    wir uns unser unsere unserem unseren unserer unseres ich hat
+    wir uns unser unsere unserem unseren unserer unseres ich
     """.split()
 )
 # The site or blog as the place the articles are ("on the site", "на сайте", "im Blog"): the collection.
@@ -112,8 +113,8 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", _ON_THE_SITE.sub(" ", text)))]
 
     def topical(w: str) -> bool:
-        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in _FUNCTION_WORDS \
-            and w.casefold() not in drop \
+        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
+            and (w.casefold() not in _FUNCTION_WORDS or (len(w) > 1 and w.isupper())) \
             and not _ORDER_WORD.fullmatch(w) and not COLLECTION_NOUN.fullmatch(w) \
             and not PUBLICATION_VERB.fullmatch(w) and not _FILLER.fullmatch(w)  # "посты", "Meldungen": the collection
 
