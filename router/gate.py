@@ -277,6 +277,15 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 r"|тикет\w*|задач\w*|встреч\w*|событи\w*|таск\w*)(?!\w)"
                 r"|(?:setz|setze|stell|stelle|erstell|erstelle|leg|lege|eröffne|trag|trage)\s+(?:mir\s+|uns\s+)?(?:\S+\s+){0,6}?"
                 r"(?:[\w-]+-)?(?:timer|wecker|" + _GERMAN_ENTRY + r")\w*\b"
+                # a setting of the app or the site: its interface, theme or default language ("переключи интерфейс
+                # на английский", "Stell die Oberfläche auf Englisch um", "set the site's default language to German")
+                r"|(?:switch|set|change|turn|make|put)\s+(?:\S+\s+){0,3}?(?:interface|ui|theme|settings?|dark\s+mode"
+                r"|light\s+mode|default\s+language|display\s+language)\b"
+                r"|(?:переключи|поменяй|смени|измени|включи|выключи|поставь|сделай)\s+(?:\S+\s+){0,2}?(?:интерфейс\w*"
+                r"|тем[уаы]|настройк\w*|т[её]мн\w+\s+режим|язык\s+(?:сайта|интерфейса))(?!\w)"
+                r"|(?:stell|stelle|schalt|schalte|änder|ändere|wechsel|wechsle|setz|setze)\s+(?:\S+\s+){0,4}?(?:oberfläche"
+                r"|benutzeroberfläche|einstellung\w*|design|theme|dark\s*mode|standardsprache|sprache\s+der\s+(?:seite"
+                r"|oberfläche))\b"
                 # German puts the verb last after a modal: "Kannst du mir ein Jira-Ticket anlegen?"
                 r"|(?:uns\s+)?(?:\S+\s+){0,2}?(?:[\w-]+-)?" + _GERMAN_ENTRY + r"\w*"
                 r"(?:\s+\S+){0,6}?\s+(?:anlegen|erstellen|eröffnen|eintragen|aufmachen|setzen|einrichten)\b"

@@ -31,7 +31,8 @@ _LANGUAGE_NOUN = r"(?:(?:(?:на|в|in|auf)\s+)?(?:каком|какой|which|w
 _INDIFFERENT = (
     r"(?:whatever|no\s+matter|does\s*n[o'’]?t\s+matter|does\s+not\s+matter|do\s*n[o'’]?t\s+care|do\s+not\s+care"
     r"|irrelevant|unimportant|not\s+important|без\s+разницы|неважно|не\s+важно|вс[её]\s+равно|не\s+имеет\s+значения"
-    r"|не\s+принципиально|непринципиально|egal|wurscht|wurst|schnuppe|beliebig\w*|unwichtig|nicht\s+wichtig"
+    r"|не\s+принципиально|непринципиально|по\s+барабану|пофиг\w*|хоть(?=\s+(?:на\s+|в\s+)?как)|egal|wurscht|wurst|schnuppe|beliebig\w*"
+    r"|unwichtig|nicht\s+wichtig"
     r"|keine\s+rolle|ist\s+(?:mir\s+)?gleich)(?![\w-])"
 )
 _INDIFFERENT_TO_LANGUAGE = (r"(?<![\w-])" + _LANGUAGE_NOUN + r"(?![\w-])[^.?!;\n]{0,25}?(?<![\w-])" + _INDIFFERENT
@@ -50,14 +51,16 @@ _ALL_LANGUAGES = _r(
     r"|\bsprache\s+spielt\s+keine\s+rolle\b|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"
     r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|всем|любых|любым|любом|каждом|обоих|обоим)\s+(?:тр[её]х\s+|тр[её]м\s+)?язык\w*"
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
-    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"
+    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|jede|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"
     r"|\bsprachunabhängig\w*|\bunabhängig\s+von\s+der\s+sprache|\balle\s+sprachen\b"
     r"|" + _INDIFFERENT_TO_LANGUAGE
 )
+# The ISO codes typed in capitals name a language too ("EN only", "in RU and DE", "EN статьи"); in lower
+# case they are words or domains ("de", ".ru").
 _STEMS: tuple[tuple[str, Language], ...] = (
-    (r"german|deutsch\w*|немецк\w*|по-немецки", "de"),
-    (r"english|englisch\w*|английск\w*|англоязычн\w*|по-английски|англ", "en"),  # "на англ", "по англ статьям"
-    (r"russian|russisch\w*|русск\w*|русскоязычн\w*|по-русски", "ru"),
+    (r"german|deutsch\w*|немецк\w*|по-немецки|(?-i:DE)", "de"),
+    (r"english|englisch\w*|английск\w*|англоязычн\w*|по-английски|англ|(?-i:EN)", "en"),  # "на англ", "по англ статьям"
+    (r"russian|russisch\w*|русск\w*|русскоязычн\w*|по-русски|(?-i:RU)", "ru"),
 )
 # "Russian-language articles", "English-speaking blogs": the compound is the adjective.
 _MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code in _STEMS)

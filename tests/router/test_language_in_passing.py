@@ -1,7 +1,8 @@
-"""Languages said in passing (docs/router.md, round 19): indifference to the language read by its
+"""Languages said in passing (docs/router.md, rounds 19 and 20): indifference to the language read by its
 grammar (a word for language and one of indifference in a sentence), a language adjective that
 qualifies the topic's noun (it stays in the topic; the articles keep the question's language), and
-the words of a question about what "we" published or what is "on the site" (no topic). Phrasings
+the words of a question about what "we" published or what is "on the site" (no topic); language codes
+typed in capitals; a request to change a setting of the app (no request to read). Phrasings
 written for these tests, in no eval case. Pure: no database."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from router.fallback import fallback_decision
 from router.tools import SEARCH
+from tests.router._gate_rules import rules_verdict
 
 TODAY = date(2026, 6, 17)
 
@@ -68,3 +70,42 @@ def test_a_language_phrase_after_the_topic_still_names_the_articles(question: st
 def test_the_asker_and_the_site_are_no_topic(question: str, text: str | None) -> None:
     decision = fallback_decision(question, TODAY)
     assert decision.arguments.get("text") == text, decision.arguments
+
+
+@pytest.mark.parametrize(("question", "language"), [
+    ("RU only: posts about Bundler", "ru"),
+    ("Beiträge zu Bundler, nur EN", "en"),
+    ("статьи про Bundler на DE и EN", "de+en"),
+])
+def test_a_language_code_in_capitals_names_the_articles(question: str, language: str) -> None:
+    got = fallback_decision(question, TODAY).arguments.get("language")
+    assert (sorted(got) if isinstance(got, list) else [got]) == sorted(language.split("+")), got
+
+
+@pytest.mark.parametrize(("question", "language"), [
+    ("find posts on ruby-lang.org/de about Bundler", "en"),  # a path, not a language
+    ("статьи про Bundler, хоть бы на русском языке", "ru"),  # "хоть бы": at least, not "whichever"
+])
+def test_a_code_in_lower_case_or_a_wish_for_one_language_is_no_indifference(question: str, language: str) -> None:
+    assert fallback_decision(question, TODAY).arguments.get("language") == language
+
+
+@pytest.mark.parametrize("question", [
+    "статьи про Bundler, хоть на каком языке", "статьи про Bundler, язык — по барабану", "Bundler-Beiträge, jede Sprache",
+])
+def test_more_ways_to_say_the_language_does_not_matter(question: str) -> None:
+    assert "language" not in fallback_decision(question, TODAY).arguments
+
+
+@pytest.mark.parametrize("question", [
+    "поменяй тему сайта на тёмную", "Schalte die Benutzeroberfläche auf Russisch", "switch the interface to Russian please",
+    "change the display language to German",
+])
+async def test_changing_a_setting_is_no_request(question: str) -> None:
+    verdict = await rules_verdict(question)
+    assert not verdict.passed, verdict
+
+
+@pytest.mark.parametrize("question", ["how do I change the theme of the RDoc output?", "switch to German posts about Bundler"])
+async def test_a_question_about_a_setting_or_a_switch_of_articles_is_a_request(question: str) -> None:
+    assert (await rules_verdict(question)).passed
