@@ -281,8 +281,9 @@ _ELSEWHERE = _r(r"^" + POLITE + _SEND_VERB + r"\b(?:\s+\S+){0,10}?\s+" + _DESTIN
                 # на английский", "Stell die Oberfläche auf Englisch um", "set the site's default language to German")
                 r"|(?:switch|set|change|turn|make|put)\s+(?:\S+\s+){0,3}?(?:interface|ui|theme|settings?|dark\s+mode"
                 r"|light\s+mode|default\s+language|display\s+language)\b"
-                r"|(?:переключи|поменяй|смени|измени|включи|выключи|поставь|сделай)\s+(?:\S+\s+){0,2}?(?:интерфейс\w*"
-                r"|тем[уаы]|настройк\w*|т[её]мн\w+\s+режим|язык\s+(?:сайта|интерфейса))(?!\w)"
+                r"|(?:переключи|поменяй|смени|измени|включи|выключи|поставь)\s+(?:\S+\s+){0,2}?(?:интерфейс\w*"
+                r"|(?:т[её]мн\w+|светл\w+)\s+(?:тем\w*|режим\w*)|тем[уаы]\s+(?:сайта|оформления|интерфейса)|настройк\w*"
+                r"|язык\s+(?:сайта|интерфейса))(?!\w)"
                 r"|(?:stell|stelle|schalt|schalte|änder|ändere|wechsel|wechsle|setz|setze)\s+(?:\S+\s+){0,4}?(?:oberfläche"
                 r"|benutzeroberfläche|einstellung\w*|design|theme|dark\s*mode|standardsprache|sprache\s+der\s+(?:seite"
                 r"|oberfläche))\b"

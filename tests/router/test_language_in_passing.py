@@ -98,7 +98,7 @@ def test_more_ways_to_say_the_language_does_not_matter(question: str) -> None:
 
 
 @pytest.mark.parametrize("question", [
-    "поменяй тему сайта на тёмную", "Schalte die Benutzeroberfläche auf Russisch", "switch the interface to Russian please",
+    "поменяй тему сайта на светлую", "Schalte die Benutzeroberfläche auf Russisch", "switch the interface to Russian please",
     "change the display language to German",
 ])
 async def test_changing_a_setting_is_no_request(question: str) -> None:
@@ -109,3 +109,8 @@ async def test_changing_a_setting_is_no_request(question: str) -> None:
 @pytest.mark.parametrize("question", ["how do I change the theme of the RDoc output?", "switch to German posts about Bundler"])
 async def test_a_question_about_a_setting_or_a_switch_of_articles_is_a_request(question: str) -> None:
     assert (await rules_verdict(question)).passed
+
+
+async def test_a_selection_on_a_topic_is_a_request() -> None:
+    assert (await rules_verdict("сделай подборку на тему YJIT")).passed
+    assert not (await rules_verdict("включи тёмную тему")).passed
