@@ -39,20 +39,22 @@ _INDIFFERENT_TO_LANGUAGE = (r"(?<![\w-])" + _LANGUAGE_NOUN + r"(?![\w-])[^.?!;\n
                             + r"|(?<![\w-])" + _INDIFFERENT + r"[^.?!;\n]{0,20}?(?<![\w-])" + _LANGUAGE_NOUN + r"(?![\w-])")
 _ALL_LANGUAGES = _r(
     r"\b(?:in\s+|across\s+|from\s+)?(?:any|all|every|each|all\s+three|all\s+the|both)\s+languages?\b"
-    r"|\bregardless\s+of\s+(?:the\s+)?language\b|\bno\s+matter\s+(?:the|which|what)\s+language\b"
+    r"|\bregardless\s+of\s+(?:the\s+)?language\b"
     r"|\bmultilingual\b|\bcross-?(?:language|lingual)\b|\bmehrsprachig\w*|\bsprachübergreifend\w*|(?<!\w)многоязычн\w*"
+    # the articles' noun taken along: "the articles' language doesn't matter"
     r"|\b(?:the\s+)?(?:(?:article|post|source)s?'?\s+)?language\s+(?:does\s*n[o']?t|doesn't|does\s+not)\s+matter\b"
-    r"|\bany\s+language\s+is\s+fine\b|\b(?:does\s*n[o']?t|does\s+not)\s+matter\s+(?:which|what)\s+language\b"
+    r"|\bany\s+language\s+is\s+fine\b"
     r"|(?<!\w)язык\s+любой(?!\w)|(?<!\w)любой\s+язык(?!\w)"
     # the languages a thing exists in: "in which languages …", "на каких языках …", "in welchen Sprachen …"
     r"|" + WHICH_LANGUAGES +
     r"|(?<!\w)язык\s+(?:стат\w+\s+|материал\w+\s+|публикаци\w+\s+)?(?:не\s+важен|неважен|не\s+имеет\s+значения)"
-    r"|\bsprache\s+(?:der\s+(?:artikel|beiträge|quellen)\s+)?(?:ist\s+)?(?:egal|unwichtig)\b"
-    r"|\bsprache\s+spielt\s+keine\s+rolle\b|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка|(?<!\w)(?:без\s+разницы|неважно),?\s+на\s+каком\s+языке"
+    r"|(?<!\w)межъязыков\w*|(?<!\w)без\s+(?:учёта|учета)\s+языка"
     r"|на\s+(?:всех|любых|любом|разных|трёх|трех)(?:\s+трёх|\s+трех)?\s+язык\w*|(?:всех|всем|любых|любым|любом|каждом|обоих|обоим)\s+(?:тр[её]х\s+|тр[её]м\s+)?язык\w*"
     r"|независимо\s+от\s+языка|на\s+любом\s+из\s+языков|все\s+языки"
-    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|jede|beliebiger|allen\s+drei)\s+sprachen?\b|\begal\s+(?:in\s+)?welche[rn]?\s+sprache"
+    r"|\b(?:in\s+|auf\s+)?(?:allen|jeder|jede|beliebiger|allen\s+drei)\s+sprachen?\b"
     r"|\bsprachunabhängig\w*|\bunabhängig\s+von\s+der\s+sprache|\balle\s+sprachen\b"
+    # "no matter which language", "Sprache spielt keine Rolle", "egal in welcher Sprache", "неважно, на каком
+    # языке": the grammar above, not a phrase each
     r"|" + _INDIFFERENT_TO_LANGUAGE
 )
 # The ISO codes typed in capitals name a language too ("EN only", "in RU and DE", "EN статьи"); in lower
