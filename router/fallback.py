@@ -92,13 +92,16 @@ def fallback_decision(
     def search(reason: str) -> FallbackDecision:
         if BRIEF_ANSWER.search(rest):  # "… прошлой зимой про Let's Encrypt? кратенько": a digest of them
             return combined(rest, reason + ", in the brief form asked")
+        if reading.answer_asked is not None:  # "Russian articles on X, and answer in Russian": an answer is wanted
+            return combined(rest, reason + ", with an answer in a named language")
         return FallbackDecision(SEARCH, _present({"text": keywords(rest, drop=INTERROGATIVES), **filters}), reason,
                                 reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
-        topic = keywords(search_text, drop=ASK_WORDS | INTERROGATIVES)
+        # the answer's shape ("the key themes", "кратко") is no topic
+        topic = keywords(BRIEF_ANSWER.sub(" ", search_text), drop=ASK_WORDS | INTERROGATIVES)
         if topic is None and search_text != rest:  # "поищи на всех языках и объясни, что за … CVE-…": the topic
-            topic = keywords(rest, drop=ASK_WORDS | INTERROGATIVES)  # is in the request to answer
+            topic = keywords(BRIEF_ANSWER.sub(" ", rest), drop=ASK_WORDS | INTERROGATIVES)  # is in the request to answer
         arguments = {"text": topic, **filters, "question": text, "answerLanguage": reading.answer}
         return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason, reading)
 
@@ -119,13 +122,13 @@ def fallback_decision(
     later = request_clause(rest)
     if later is not None:  # a conversational opening: the request's form and topic are in the later clause
         earlier = rest[: len(rest) - len(later)]
-        own = keywords(later, drop=INTERROGATIVES) or ""
+        own = keywords(BRIEF_ANSWER.sub(" ", later), drop=ASK_WORDS | INTERROGATIVES) or ""  # request words: none
         anaphor = ANAPHOR.search(later) is not None
         points_back = not own or anaphor  # the topic is the earlier clause's
         # unless the opening is an aside and nothing points at it: "Я был в отпуске, покажи всё, что вышло …"
         aside = an_aside(earlier) and not anaphor
         back = (' '.join(_NAME.findall(earlier)) or ("" if aside else earlier)) if points_back else ""
-        rest = f"{later} {back}".strip()
+        rest = _LEADING_FILLERS.sub("", f"{later} {back}".strip())  # "…, just explain X": the form after "just"
     only = LIST_ONLY.search(rest)
     if only is not None and not SEARCH_VERB.search(rest):
         rest = rest[: only.start()] + " " + rest[only.end():]  # "just the list": how, not what

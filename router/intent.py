@@ -18,7 +18,7 @@ __all__ = [
     "EXPLAIN_REQUEST", "GREETING_START", "INJECTION", "LIST_ONLY", "LIST_REQUEST", "RETELL_SEPARATED",
     "EMBEDDED_QUESTION", "LISTING_QUESTION", "META", "OFF_TOPIC", "POLITE", "QUESTION_FORM", "SEARCH_CUE", "request_clause", "SEARCH_VERB",
     "SMALL_TALK", "attacks", "injected", "small_talk", "strip_greeting", "without_injection",
-    "FILLER", "FILLERS", "PUBLICATION_VERB", "RETELL_QUESTION", "an_aside", "without_asides",
+    "FILLER", "FILLERS", "PUBLICATION_VERB", "PUBLISHED_PHRASE", "RETELL_QUESTION", "an_aside", "without_asides",
 ]
 
 
@@ -93,7 +93,8 @@ OFF_TOPIC = _r(
     r"|(?<![\w.-])[a-z]\s*\^\s*\d|(?<![\w.-])\d+[a-z]\s*[-+]\s*\d+\s*=|\bsin\s*\(\s*x\s*\)"
 )
 # A dictated message's fillers before its request ("ну эээ покажи …", "um so uh show me …", "äh zeig mal …").
-FILLER = r"(?:ну|э+|э+м|хм+|короче|типа|um+|uh+m?|hmm+|erm|äh+m?|öh+m?|so|also)"  # one word; no topic either
+# one word; no topic either. With the adverbs that soften an imperative: "just explain …", "просто скажи …"
+FILLER = r"(?:ну|э+|э+м|хм+|короче|типа|um+|uh+m?|hmm+|erm|äh+m?|öh+m?|so|also|just|simply|просто|einfach)"
 FILLERS = r"(?:" + FILLER + r"[,\s]+)*"
 POLITE = FILLERS + (
     r"(?:(?:please|kindly|bitte|пожалуйста|будьте добры)[,\s]+|(?:could|can|would)\s+you\s+(?:please\s+|kindly\s+)?"
@@ -165,6 +166,8 @@ SEARCH_VERB = _r(
     r"|finde|zeige?|zeig|such\w*|liste|gib|nenne"
     # sorting a set is listing it; "I'm looking for …" asks for a list
     r"|sort|order|arrange|отсортируй|упорядочь|sortiere?|ordne"
+    # gathering the articles: "collect everything on X", "собери всё про X", "sammle alles zu X"
+    r"|collect|gather|sammle|sammel|собери(?=\s+(?:мне\s+)?(?:всё|все|стать\w*|пост\w*|новост\w*|материал\w*)(?!\w))"
     r"|i'?m\s+looking\s+for|i\s+am\s+looking\s+for|я\s+ищу|ich\s+suche)\b"
     # taking the articles to read them: "take the oldest posts about …", "возьми самые ранние статьи …"
     r"|^" + POLITE + r"(?:take|возьми|возьмите|бери|берите|nimm|nehmt)\s+(?=(?:the|all|these|those|every|each"
@@ -175,7 +178,7 @@ SEARCH_VERB = _r(
     r"|^можно\s+(?:мне\s+)?(?:посмотреть|увидеть|получить)\b"
     # German puts the verb last: "Könnten Sie mir bitte Artikel über X zeigen?", "Kann ich die Beiträge … sehen?"
     r"|^(?:könnten|können|kannst|könntest|würden|würdest)\s+(?:sie|du)\b.*\b(?:zeigen|finden|suchen|auflisten"
-    r"|nennen|geben|heraussuchen|raussuchen)\s*[?!.]*$"
+    r"|nennen|geben|heraussuchen|raussuchen)\s*(?:[?!.]*$|,)"  # the main clause's verb last, or before its clause
     r"|^(?:kann|könnte|darf)\s+ich\b.*\b(?:sehen|haben|bekommen)\s*[?!.]*$"
 )
 # The verbs of publishing: they say when or whether, not what ("what was published/вышло/erschienen", "wurden
@@ -184,12 +187,28 @@ SEARCH_VERB = _r(
 _PUBLICATION_WORDS = (
     r"publish\w*|posted|опубликова\w*|публиковал\w*|вышл[аои]?|вышел|выходил\w*|вышедш\w*"
     r"|veröffentlich\w*|erschien\w*|erschein\w*|publiziert|gemeldet|(?:raus|heraus)gekommen|(?:raus|heraus)gebracht"
+    # putting it on the site: "uploaded", "выложили", "выкладывали", "запостили", "разместили", "gepostet",
+    # "hochgeladen", "rausgehauen"
+    r"|uploaded|выложил\w*|выкладывал\w*|запостил\w*|постил[аи]?|размести?л\w*|размещал\w*"
+    r"|gepostet|hochgeladen|(?:raus|heraus)(?:gehauen|gegeben)"
 )
 # one word of one; "появилось" too ("что нового появилось в Ruby?" asks what, so no listing form)
 PUBLICATION_VERB = re.compile(r"(?:" + _PUBLICATION_WORDS + r"|появил\w*|came|kam|kamen)", re.I | re.U)
+# The same verbs in several words: "put (anything) out", "went up / live / online", "online gestellt",
+# "ging … online" (a separable verb's particle last, like "Kam … heraus?"). Cut from a topic whole.
+PUBLISHED_PHRASE = _r(
+    r"\bput\s+(?:[\w-]+\s+){0,2}?(?:out|up|online)\b|\b(?:came|come|gone|went|goes|go)\s+(?:out|up|live|online)\b"
+    r"|\bonline\s+(?:gestellt|gegangen|gebracht)\b|(?<=\s)(?:raus|heraus|online)(?=\s*[?!.]*$)"
+)
+# What "we" (the site's team, the asker among them) wrote or covered is what the site published: "what did
+# we write about X?", "мы когда-нибудь писали про X?", "Haben wir je was über X gebracht?". Not their
+# explaining ("how did we explain X?" asks how).
+_WE_WROTE = (
+    r"(?<!\w)(?:we|мы|wir)\s+(?:[\w.'-]+\s+){0,12}?(?:write|wrote|written|cover|covered|писали|написали|освещали"
+    r"|geschrieben|gebracht|berichtet)(?!\w)"
+)
 _PUBLISHED = (
-    r"(?:(?<!\w)(?:" + _PUBLICATION_WORDS + r")|put\s+out|came\s+out|come\s+out|gone\s+out|went\s+out"
-    r"|(?<=\s)(?:raus|heraus)(?=\s*[?!.]*$))"  # a separable verb's particle last: "Kam … heraus?"
+    r"(?:(?<!\w)(?:" + _PUBLICATION_WORDS + r")|" + PUBLISHED_PHRASE.pattern + r")"
 )
 # A question that asks for a list all the same ("What was published last month?", "Any posts on X?").
 LISTING_QUESTION = _r(
@@ -200,8 +219,8 @@ LISTING_QUESTION = _r(
     r"|(?:has|have)(?=\s+(?:anything|something|any)\b)|will(?=\s+(?:anything|any)\b)"
     r"|(?:gibt|gab)\s+es|(?:gibt|gab)'?s"
     # or whether the assistant has it: "Do you have anything on X?", "Habt ihr was zu X?", "Имеются ли …"
-    r"|(?:do|does)\s+(?:you|the\s+\w+)\s+(?:have|hold|contain)|have\s+you\s+got|(?:you\s+)?got"
-    r"|habt\s+ihr|hast\s+du|haben\s+sie|findet\s+sich|finden\s+sich"
+    r"|(?:do|does)\s+(?:you|we|the\s+\w+)\s+(?:have|hold|contain)|have\s+you\s+got|(?:you\s+)?got"
+    r"|habt\s+ihr|hast\s+du|haben\s+sie|haben\s+wir|findet\s+sich|finden\s+sich"
     r"|имее?т?ся(?:\s+ли)?|имеются(?:\s+ли)?|найд[её]тся(?:\s+ли)?)\s+"
     r"(?:[\w-]+\s+){0,5}?(?:anything|something|any\s+(?:articles?|posts?|news)|что-нибудь|что-то|что-либо|чо|чего"
     r"|etwas|was|irgendwas|irgendwelche|стат\w+|пост\w*|новост\w+|публикаци\w+|материал\w*|artikel\w*"
@@ -216,11 +235,15 @@ LISTING_QUESTION = _r(
     # "Какие статьи есть про …"; "anything on X?", "Gibt es etwas zu X?", "Есть что-нибудь про X?"
     r"|^(?:which|what)\s+(?!(?:do|does|did)\b)(?:\w+\s+)?(?:articles|posts|news|entries|stories|announcements|docs"
     r"|write-?ups|blog\s+posts)\b"
-    r"|^welche\s+(?:\w+\s+)?[\w-]*(?:artikel|beiträge|meldungen|nachrichten|news|hinweise|mitteilungen"
+    r"|^welche\s+(?:\w+\s+)?[\w-]*(?:artikel|beiträge|meldungen|nachrichten|news|posts|hinweise|mitteilungen"
     r"|ankündigungen)\b"  # a compound's head names them too: "Welche Sicherheitsmeldungen gab es …?"
     r"|^какие\s+(?:\w+\s+)?(?:статьи|посты|новости|публикации|материалы)\b"
     r"|^(?:any|anything|something)\s+(?:new\s+|recent\s+)?(?:on|about|regarding|re|concerning|from|by)\b"
     r"|^(?:gibt\s+es\s+)?(?:etwas|irgendwas|was)\s+(?:neues\s+)?(?:zu|über|zum|zur)\b"
+    # what the collection holds on a thing: "Was gibt es (auf Englisch) zu X?", "what's there on X?", "what do
+    # you have on X?"
+    r"|^was\s+(?:gibt\s+es|gibt's|gibts)\s+(?:[^.?!]{0,40}?\s)?(?:zu|über|zum|zur)\s"
+    r"|^what(?:'s|\s+is)\s+there\s+(?:on|about)\b|^what\s+(?:do\s+you\s+have|have\s+you\s+got)\s+(?:on|about)\b"
     r"|^(?:есть\s+(?:ли\s+)?)?(?:что-нибудь|что-то|что-либо)\s+(?:новое\s+)?(?:про|о|об|по)\b"
     # spoken: "есть что про X?" (anything), "что есть про X" (what there is; "чё есть" spelt out)
     r"|^(?:(?:а|ну)\s+)?(?:есть\s+что|что\s+есть)\s+(?:нового\s+|новенького\s+)?(?:про|о|об|по)\b"
@@ -237,6 +260,8 @@ LISTING_QUESTION = _r(
     # (not "which versions came out": which versions a period brought is asked, as two writers labelled it)
     r"|^(?:what|which|was|welche\w*|что|какие|какой|какая|каких|ist|sind|wurde|wurden|kam|kamen|did|has|have)\s"
     r"(?![\w\s-]{0,30}?(?:version|release|релиз|верси))[^.?!]{0,80}?" + _PUBLISHED + r"(?!\w)"
+    r"|^(?:(?:what|which|did|have|has|was|welche\w*|haben|habt|что|какие|о\s+чём|about\s+what|worüber)\s+"
+    r"[^.?!]{0,40}?)?" + _WE_WROTE +
     # whether new items of a kind appeared: "Gab es neue X-Versionen?", "Were there any new X releases?",
     # "Были ли новые релизы X?"; and which items of a kind there were: "Welche Sicherheitshinweise gab es?"
     r"|^(?:gab|gibt)\s+es\s+[^.?!]{0,60}?(?<!\w)neue[nsr]?\s|^(?:were|are|was|is)\s+there\s+(?:any\s+)?new\s"
@@ -306,8 +331,14 @@ EXPLAIN_REQUEST = _r(
 BRIEF_ANSWER = _r(
     r"\b(?:briefly|in\s+short|in\s+a\s+nutshell|tl;?\s?dr|summary|overview|recap|rundown|digest|gist)\b"
     r"|(?<!\w)(?:пару|несколько)\s+слов(?!\w)|\ba\s+few\s+words\b|\bein\s+paar\s+worte?\b"
+    r"|(?<!\w)в\s+(?:двух|трёх|трех|нескольких|паре)\s+(?:словах|предложениях|строчках)(?!\w)|\b(?:kurz\s+)?zusammengefasst\b"
+    r"|(?<!\w)без\s+воды(?!\w)|\bno\s+fluff\b|\bohne\s+umschweife\b"
     r"|(?<!\w)(?:кратко|кратенько|вкратце|коротко|обзор\w*|сводк\w*|выжимк\w*|резюме|суть)(?!\w)"
     r"|\b(?:überblick\w*|zusammenfassung\w*|kurzgefasst|in\s+kürze|kurz\s+gesagt|das\s+wichtigste)\b"
+    # a digest's content: the main topics, the key points ("what were the main topics in Q1?")
+    r"|\b(?:main|key|major|top)\s+(?:topics|themes|points|takeaways)\b|\b(?:highlights|takeaways)\b"
+    r"|(?<!\w)(?:главн|основн|ключев)\w*\s+(?:темы|тем|тема|моменты|мысли)(?!\w)"
+    r"|\b(?:wichtigst\w*|zentral\w*)\s+(?:themen|punkte|aussagen)\b|\b(?:hauptthem\w*|kernaussag\w*|kernpunkt\w*)"
 )
 # "… just the list", "только список", "nur die Liste, bitte": the list is all that is wanted, whatever form
 # the rest of the message has.
@@ -366,7 +397,7 @@ ASK_CLAUSE = _r(
     r"|объясни|расскажи|сравни|опиши|перескажи|обобщи|erkläre?|erklär'?s?|fasse?|vergleiche?|beschreibe)\b"
     r"|\bи\s+(?:объясни|расскажи|сравни|опиши|перескажи|кратко|скажи|ответь|обобщи|резюмируй"
     r"|сделай\s+(?:краткий\s+)?(?:обзор|вывод|резюме)|(?:дай|напиши)\s+(?:краткое\s+)?резюме)"
-    r"|\bund\s+(?:erkläre?|erklär|fasse|vergleiche?|beschreibe?|sag|nenne|beantworte?)"
+    r"|\bund\s+(?:erkläre?|erklär|erzähl\w*|fasse|vergleiche?|beschreibe?|sag|nenne|beantworte?)"
     # a retell verb whose object is the articles found: "перескажи их", "fass sie zusammen", "summarize them"
     r"|\b(?:summari[sz]e|recap|retell|explain|describe|compare)\s+(?:them|it|those|these)\b"
     r"|\b(?:and\s+)?sum\s+(?:them|it|those|these)\s+up\b|\bgive\s+me\s+a\s+(?:short\s+|brief\s+)?summary\b"
@@ -425,7 +456,7 @@ EMBEDDED_QUESTION = _r(
 
 # Where a later clause starts: the request after a conversational opening ("So I've been meaning to
 # catch up, could you dig up …", "Слушай, мне коллега сказал про X, можешь найти …").
-_CLAUSE_START = re.compile(r"[.!?;:,—–]\s+")
+_CLAUSE_START = re.compile(r"[.!?;:,—–]\s+|\s-\s+")  # a spaced hyphen is typed for a dash
 # A connective that opens the later clause ("…, so can you list …", "…, а можешь найти …").
 _CONNECTIVE = _r(r"^(?:so|and|then|but|а|и|но|так\s+что|und|dann|aber|also)[,\s]+")
 # A later clause that points back at an earlier one for its topic ("что об этом писали", "about it").

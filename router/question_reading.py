@@ -23,6 +23,7 @@ from router.intent import (
     LISTING_QUESTION,
     OFF_TOPIC,
     PUBLICATION_VERB,
+    PUBLISHED_PHRASE,
     QUESTION_FORM,
     strip_greeting,
 )
@@ -72,16 +73,19 @@ _STOPWORDS = frozenset(
     ищу ищем looking every each
     put alles neue neuen neuer ein eine einen einem einer ever
     aber
+    write wrote cover covered ging gingen auflisten schon collect gather собери sammle sammel написали освещали geschrieben gebracht berichtet
+    site website blog сайт сайта сайте блог блога блоге seite webseite
     """.split()
 )
-# Closed word classes, never a topic: the asker's pronouns and the auxiliary of a question about what
-# was published ("what did we post …", "was haben wir … veröffentlicht", "что мы выложили …"). Not
-# when typed as an acronym ("US", "DO"); not "I" ("I/O") nor "hat" ("Red Hat").
+# Closed word classes, never a topic: the asker's pronouns, those that point back at the articles ("list
+# them"), and the auxiliary of a question about what was published ("what did we post …", "was haben wir …
+# veröffentlicht", "что мы выложили …"). Not when typed as an acronym ("US", "DO"); not "I" ("I/O") nor
+# "hat" ("Red Hat").
 _FUNCTION_WORDS = frozenset(
     """
-    we us our ours my did does do
-    мы нас нам нами наш наша наше наши нашем нашей нашего нашу я
-    wir uns unser unsere unserem unseren unserer unseres ich
+    we us our ours my did does do them they these those
+    мы нас нам нами наш наша наше наши нашем нашей нашего нашу я их они эти
+    wir uns unser unsere unserem unseren unserer unseres ich sie
     """.split()
 )
 # The site or blog as the place the articles are ("on the site", "на сайте", "im Blog"): the collection.
@@ -94,13 +98,16 @@ _ON_THE_SITE = re.compile(
 )
 # Interrogatives open a listing question ("какие статьи есть?", "Welche Beiträge gibt es …?"): no topic
 # there. Not stop words everywhere: a follow-up's "which one was two pages back?" is a question, no move.
-INTERROGATIVES = frozenset("which what какие какой какая каких какое welche welcher welches welchen".split())
+INTERROGATIVES = frozenset("which what какие какой какая каких какое welche welcher welches welchen worüber wovon".split())
 ASK_WORDS = frozenset(
     """
     explain summarize summarise compare describe tell recap объясни расскажи сравни опиши перескажи обобщи резюмируй
     кратко erkläre erklär fasse zusammen vergleiche beschreibe retell paraphrase recount erzähl erzähle schildere wieder
     kurz briefly вкратце коротко
     сводка сводку сводки краткая краткую краткое краткий summary overview recap zusammenfassung überblick
+    topics themes main highlights takeaways gist quick short brief темы главные основные главное основное резюме
+    themen hauptthemen kernaussagen wichtigsten wichtigste kurze kurzen
+    answer answers say ответ ответь ответьте скажи antwort antworte sag
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)
@@ -110,10 +117,11 @@ _ORPHAN_POSSESSIVE = re.compile(r"(?:(?<=\s)|^)['’]s\b")
 
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     """The topic words of ``text``: without the request and collection words (None: nothing left)."""
-    words = [w.strip(".-") for w in _WORD.findall(_ORPHAN_POSSESSIVE.sub(" ", _ON_THE_SITE.sub(" ", text)))]
+    plain = _ORPHAN_POSSESSIVE.sub(" ", PUBLISHED_PHRASE.sub(" ", _ON_THE_SITE.sub(" ", text)))
+    words = [w.strip(".-") for w in _WORD.findall(plain)]
 
     def topical(w: str) -> bool:
-        return bool(w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
+        return any(c.isalnum() for c in w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
             and (w.casefold() not in _FUNCTION_WORDS or (len(w) > 1 and w.isupper())) \
             and not _ORDER_WORD.fullmatch(w) and not COLLECTION_NOUN.fullmatch(w) \
             and not PUBLICATION_VERB.fullmatch(w) and not _FILLER.fullmatch(w)  # "посты", "Meldungen": the collection
