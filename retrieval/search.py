@@ -77,7 +77,10 @@ class SearchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
     text: StrictStr | None = Field(
-        None, description="Words to find in title, summary and body; omit to list by filters only."
+        None, description=(
+            "Words to find in title, summary and body; omit to list by filters only. Web-search syntax: "
+            "\"an exact phrase\", or, -word to leave out articles with that word."
+        ),
     )
     language: LanguageFilter | None = Field(None, description=LANGUAGE_DESCRIPTION)
     date_from: StrictStr | None = Field(
@@ -135,7 +138,8 @@ def search_args_schema(limits: Limits | None = None) -> dict[str, Any]:
         properties[name] = clean
     properties["language"] = language_filter_schema(LANGUAGE_DESCRIPTION)
     properties["pageSize"]["description"] = (
-        f"Items per page: default {limits.page_size_default}, at most {limits.page_size_max}."
+        f"Items per page: default {limits.page_size_default}, at most {limits.page_size_max}; the number "
+        "asked for (\"the 5 newest\")."
     )
     return {"type": "object", "properties": properties, "additionalProperties": False}
 

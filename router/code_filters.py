@@ -4,8 +4,9 @@ Measured with a 1.5B model (docs/router.md): it picks a tool and names a topic w
 it fills filters badly -- it invents date ranges, cannot do date arithmetic, copies an example's
 `sort` -- and every argument it writes costs generation time. So the model writes the tool and
 the topic; code fills what the question itself names, read by the question reader
-(`router.reader`, through `router.question_reading.read_question`): the period, `sort`, an answer
-language asked for, and the question for the answering tools. A period cue the reader could not
+(`router.reader`, through `router.question_reading.read_question`): the period, `sort`, the page's
+size a count asks for, the words it leaves out, an answer language asked for, and the question for the
+answering tools. A period cue the reader could not
 read is asked of the model in a closed schema first (`router.period_question`, through
 `CodeFilling`). The articles' `language` is set by the gateway, as for every call. What code
 reads wins over what a model sent; what code does not read stays the model's and is validated
@@ -60,6 +61,16 @@ def _topic_in_articles_language(topic: str, reading: QuestionReading, own: str |
     return topic
 
 
+def _with_exclusions(topic: str, reading: QuestionReading) -> str | None:
+    """The model's topic without the words the question leaves out, which follow with a minus ("Ruby
+    -Rails"): a model copies "not Rails" into its topic, which would require the word instead."""
+    left_out = {w.casefold() for text in reading.excluded for w in _WORD.findall(text)}
+    kept = [w for w in _WORD.findall(topic)
+            if w.strip(_PUNCTUATION).lstrip("-").casefold() not in left_out and w.casefold() not in _NEGATIONS]
+    return reading.with_excluded(" ".join(kept) or None)
+
+
+_NEGATIONS = frozenset("not no except without but кроме не без nicht ohne außer".split())
 _ASK_KEYS = frozenset({"question", "language", "answerLanguage"})
 
 
@@ -88,6 +99,8 @@ def fill_filters(
             args[TOPIC_FIELD] = _topic_in_articles_language(args[TOPIC_FIELD], reading, own)
         if reading.dates is not None and isinstance(args.get(TOPIC_FIELD), str):
             args[TOPIC_FIELD] = _without_dates(args[TOPIC_FIELD], reading.dates.phrase)
+        if reading.excluded and isinstance(args.get(TOPIC_FIELD), str):
+            args[TOPIC_FIELD] = _with_exclusions(args[TOPIC_FIELD], reading)
         if not str(args.get(TOPIC_FIELD) or "").strip():
             args.pop(TOPIC_FIELD, None)
             topic = reading.keywords(drop_ask_words=tool == SEARCH_AND_ASK)
@@ -102,6 +115,8 @@ def fill_filters(
                 args["dateTo"] = filters["dateTo"]
         if reading.sort is not None:
             args["sort"] = reading.sort
+    if tool == SEARCH and reading.page_size is not None:
+        args["pageSize"] = reading.page_size  # "the 5 newest posts": the page's size
     if tool in (ASK, SEARCH_AND_ASK):
         if not str(args.get("question") or "").strip():
             args["question"] = reading.text

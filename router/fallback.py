@@ -94,15 +94,15 @@ def fallback_decision(
             return combined(rest, reason + ", in the brief form asked")
         if reading.answer_asked is not None:  # "Russian articles on X, and answer in Russian": an answer is wanted
             return combined(rest, reason + ", with an answer in a named language")
-        return FallbackDecision(SEARCH, _present({"text": keywords(rest, drop=INTERROGATIVES), **filters}), reason,
-                                reading)
+        return FallbackDecision(SEARCH, _present({"text": reading.with_excluded(keywords(rest, drop=INTERROGATIVES)),
+                                                  **filters, "pageSize": reading.page_size}), reason, reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
         # the answer's shape ("the key themes", "кратко") is no topic
         topic = keywords(BRIEF_ANSWER.sub(" ", search_text), drop=ASK_WORDS | INTERROGATIVES)
         if topic is None and search_text != rest:  # "поищи на всех языках и объясни, что за … CVE-…": the topic
             topic = keywords(BRIEF_ANSWER.sub(" ", rest), drop=ASK_WORDS | INTERROGATIVES)  # is in the request to answer
-        arguments = {"text": topic, **filters, "question": text, "answerLanguage": reading.answer}
+        arguments = {"text": reading.with_excluded(topic), **filters, "question": text, "answerLanguage": reading.answer}
         return FallbackDecision(SEARCH_AND_ASK, _present(arguments), reason, reading)
 
     def ask(reason: str) -> FallbackDecision:
@@ -137,7 +137,8 @@ def fallback_decision(
     if produced is not None:  # a list, a digest or a retelling of the articles, its topic after it
         tool, topic, reason = produced
         if tool == SEARCH:
-            return FallbackDecision(SEARCH, _present({"text": keywords(topic, drop=INTERROGATIVES), **filters}), reason, reading)
+            return FallbackDecision(SEARCH, _present({"text": reading.with_excluded(keywords(topic, drop=INTERROGATIVES)),
+                                                      **filters, "pageSize": reading.page_size}), reason, reading)
         if tool == ASK:
             return ask(reason)
         return combined(topic, reason)

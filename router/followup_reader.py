@@ -143,7 +143,7 @@ def read_filter_change(tool: str | None, previous: dict[str, Any], text: str, to
     removed |= respelled
     text, moved = read_page_move(_ORDER_NOUN.sub("", text), previous)
     against = read_against_previous(text, previous, today, _discourse)
-    cues = read_cues(against.text, today)
+    cues = read_cues(against.text, today, counts_and_exclusions=False)
     periods = [p for p in (cues.period.period, against.period or None, "period" in removed or None) if p]
     if cues.period.unread or against.unread or len(periods) > 1:
         return None  # a period cue the grammar cannot read, or two periods: the model reads them

@@ -5,7 +5,8 @@ Russian for German articles (seed 000). So, in order:
 1. the languages the question names for the articles ("German articles", "на немецком",
    "auf Englisch"; several: a list) -- a request for the *answer's* language ("answer in
    English", "fass sie auf Deutsch zusammen") is not one;
-2. "in any / all (three) languages" -> no language filter (None);
+2. "in any / all (three) languages" -> no language filter (None); a language left out ("anything but
+   German", "кроме английских") -> the other languages;
 3. the client's `language` (a UI locale passed at submission);
 4. the language the question is written in.
 The cues (which languages the question names, and in which role) are read by the question
@@ -16,7 +17,7 @@ that omits `language` and one that (rightly) sends the question's language run t
 
 from __future__ import annotations
 
-from infra.results import Language, LanguageFilter
+from infra.results import LANGUAGES, Language, LanguageFilter
 from router.reader import LanguageCues, language_cues
 
 __all__ = ["LanguageCues", "language_cues", "material_language"]
@@ -34,8 +35,11 @@ def material_language(
         return cues.named
     if len(cues.several) >= 2:  # "the Russian and the German announcements": both, as one filter
         return sorted(cues.several)
-    if cues.all_languages:
+    if cues.all_languages and not cues.excluded:
         return None
+    if cues.excluded:  # "anything but German": the other languages
+        others = [language for language in LANGUAGES if language not in cues.excluded]
+        return others[0] if len(others) == 1 else sorted(others)
     if proposed is not None and proposed != written_in:
         return proposed
     return client or written_in

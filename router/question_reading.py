@@ -31,6 +31,7 @@ from router.language import written_language
 from router.material_language import material_language
 from router.reader import (
     COLLECTION_NOUN,
+    COLLECTION_PATTERN,
     DateExpectation,
     QuestionCues,
     language_cues,
@@ -45,7 +46,8 @@ __all__ = [
 ]
 
 # Order words, not topic ("die allerersten Beiträge", "die neuesten Beiträge", "новейшие статьи").
-_ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|перв(?:ые|ых)|\b(?:aller)?(?:älteste\w*|früheste\w*"
+_ORDER_WORD = re.compile(r"\b(?:oldest|earliest)\b|стар\w+|ранн\w+|новейш\w+|последн\w+|свеж\w+|перв(?:ые|ых)"
+                         r"|\b(?:aller)?(?:älteste\w*|früheste\w*"
                          r"|neueste\w*|aktuellste\w*)|\ballererst\w*", re.I | re.U)
 _FILLER = re.compile(FILLER, re.I | re.U)  # a dictated message's fillers ("ну", "um", "äh") are no topic
 _STOPWORDS = frozenset(
@@ -73,7 +75,8 @@ _STOPWORDS = frozenset(
     ищу ищем looking every each
     put alles neue neuen neuer ein eine einen einem einer ever
     aber
-    write wrote cover covered ging gingen auflisten schon collect gather собери sammle sammel написали освещали geschrieben gebracht berichtet
+    write wrote cover covered ging gingen auflisten schon collect gather собери sammle sammel только but aber но
+    exact exactly phrase точной точную точная фразой фразу фраза дословно exakt exakte wortwörtlich wortlaut написали освещали geschrieben gebracht berichtet
     site website blog сайт сайта сайте блог блога блоге seite webseite
     """.split()
 )
@@ -111,14 +114,34 @@ ASK_WORDS = frozenset(
     """.split()
 )
 _WORD = re.compile(r"[\w.+#-]+", re.U)
+_COLLECTION_HEAD = re.compile(r"(?<=\w)-(?:" + COLLECTION_PATTERN + r")$", re.I | re.U)
 # The "'s" a removed period leaves behind ("last month's posts" without "last month"); "Let's" keeps its own.
 _ORPHAN_POSSESSIVE = re.compile(r"(?:(?<=\s)|^)['’]s\b")
 
 
 def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
-    """The topic words of ``text``: without the request and collection words (None: nothing left)."""
+    """The topic words of ``text``: without the request and collection words (None: nothing left). A short
+    quoted phrase is kept whole, in double quotes: the search reads it as a phrase ("отказ в обслуживании")."""
+    parts: list[str] = []
+    position = 0
+    for quoted in _QUOTED.finditer(text):
+        phrase = (quoted.group(1) or quoted.group(2)).split()
+        if not 1 <= len(phrase) <= 4:  # a quoted sentence ("User asks: \"find …\"") is read word by word
+            continue
+        parts += [_topic_words(text[position:quoted.start()], drop), f'"{" ".join(phrase)}"']
+        position = quoted.end()
+    parts.append(_topic_words(text[position:], drop))
+    return " ".join(p for p in parts if p) or None
+
+
+# A quoted phrase of one to four words ("…", «…», „…“, '…' between spaces: not an apostrophe's "Let's").
+_QUOTED = re.compile(r"[\"“«„]\s*([^\"“”«»„]{1,60}?)\s*[\"”»“]|(?<![\w'])'([^'\n]{1,60}?)'(?![\w'])", re.U)
+
+
+def _topic_words(text: str, drop: frozenset[str]) -> str:
     plain = _ORPHAN_POSSESSIVE.sub(" ", PUBLISHED_PHRASE.sub(" ", _ON_THE_SITE.sub(" ", text)))
-    words = [w.strip(".-") for w in _WORD.findall(plain)]
+    # a compound whose head is the articles' noun names its topic: "Rails-Artikel", "YJIT-статьи"
+    words = [_COLLECTION_HEAD.sub("", w.strip(".-")) for w in _WORD.findall(plain)]
 
     def topical(w: str) -> bool:
         return any(c.isalnum() for c in w) and w.casefold() not in _STOPWORDS and w.casefold() not in drop \
@@ -129,7 +152,7 @@ def keywords(text: str, *, drop: frozenset[str] = frozenset()) -> str | None:
     # A clitic "s" goes with the word it was split from: "gab's", "what's" are dropped whole; "Let's" stays.
     kept = [w for i, w in enumerate(words)
             if topical(w) and not (w.casefold() == "s" and i > 0 and not topical(words[i - 1]))]
-    return " ".join(kept) or None
+    return " ".join(kept)
 
 
 def closing_period_question(text: str, today: date) -> str | None:
@@ -160,6 +183,8 @@ class QuestionReading:
     sort: str | None  # "oldest" when asked for, else None
     asks_for_answer: bool  # "… and explain", "answer in English": an answer is wanted, not only a list
     unread_period: tuple[str, ...] = ()  # period cue words the reader could not read (not in `rest`)
+    page_size: int | None = None  # how many articles it asks for ("the 5 newest"), None: not said
+    excluded: tuple[str, ...] = ()  # what it leaves out ("but not Rails"): the governed texts, not in `rest`
 
     @property
     def filters(self) -> dict[str, Any]:
@@ -174,7 +199,12 @@ class QuestionReading:
 
     def keywords(self, *, drop_ask_words: bool = False) -> str | None:
         """The topic: what is left of the question without its filter and request words."""
-        return keywords(self.rest, drop=ASK_WORDS if drop_ask_words else frozenset())
+        return self.with_excluded(keywords(self.rest, drop=ASK_WORDS if drop_ask_words else frozenset()))
+
+    def with_excluded(self, topic: str | None) -> str | None:
+        """``topic`` and the words the question leaves out, each with web search's minus ("Ruby -Rails")."""
+        left_out = [f"-{word}" for text in self.excluded for word in (keywords(text) or "").split()]
+        return " ".join([*([topic] if topic else []), *left_out]) or None
 
 
 def read_question(
@@ -191,10 +221,12 @@ def read_question(
         answer=answer_language or languages.answer or written_in,
         answer_asked=languages.answer,
         dates=cues.period.period,
-        sort="oldest" if cues.order.sort == "oldest" else None,
+        sort="oldest" if cues.order.sort == "oldest" or cues.count.oldest else None,
         asks_for_answer=(languages.answer is not None or ASK_CLAUSE.search(cues.rest) is not None
                          or BRIEF_ANSWER.search(cues.rest) is not None),
         unread_period=cues.period.unread,
+        page_size=cues.count.count,
+        excluded=cues.exclusions.excluded,
     )
 
 

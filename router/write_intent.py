@@ -16,7 +16,7 @@ import re
 from datetime import date
 
 from router.intent import DIGEST_REQUEST, LIST_REQUEST
-from router.reader import as_the_grammar_reads, find_period
+from router.reader import NUMBER_WORDS, as_the_grammar_reads, find_period
 from router.reader import words_pattern as _r
 
 # ---- the collection as an object ----
@@ -202,6 +202,8 @@ def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
         return not _RU_READ_INFINITIVE.match(first)
     if _reads(first) or _NO_VERB.match(first) or re.fullmatch(COLLECTION_NOUN, first, re.I):
         return False
+    if first.isdigit() or first.casefold() in NUMBER_WORDS:
+        return False  # a count opens it: "Три самые старые статьи о …" ("три" is also "rub!")
     if _SOURCE_PREPOSITION.match(first) or _LOCATION_PREPOSITION.match(first):
         return False  # "Bitte von den frühesten Artikeln an": a clause opened by a preposition has no imperative
     if re.fullmatch(r"[a-z]{2,}ing", first, re.I) and not _reads(first):

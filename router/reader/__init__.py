@@ -32,12 +32,20 @@ from dataclasses import dataclass
 from datetime import date
 
 from router.reader._calendar import shift, unit_span
+from router.reader._counts import CountReading, read_count
+from router.reader._exclusions import ExclusionReading, read_exclusions
 from router.reader._holidays import HOLIDAY_WISHES
-from router.reader._languages import COLLECTION_NOUN, WHICH_LANGUAGES, LanguageCues, language_cues
+from router.reader._languages import (
+    COLLECTION_NOUN,
+    COLLECTION_PATTERN,
+    WHICH_LANGUAGES,
+    LanguageCues,
+    language_cues,
+)
 from router.reader._number_words import spelled_numbers_as_digits
 from router.reader._numbers import NUMBER_WORD_ALTERNATION, NUMBER_WORDS, number_value
 from router.reader._order import OrderReading, read_order
-from router.reader._patterns import cut_match, words_pattern
+from router.reader._patterns import cut_match, without_spans, words_pattern
 from router.reader._periods import DateExpectation
 from router.reader._scan import PeriodReading, as_the_grammar_reads, read_period
 from router.reader._spelling import inner_edits
@@ -56,6 +64,7 @@ __all__ = [
     "as_the_grammar_reads",
     "spelled_numbers_as_digits",
     "COLLECTION_NOUN",
+    "COLLECTION_PATTERN",
     "NUMBER_WORD_ALTERNATION",
     "cut_match",
     "number_value",
@@ -73,7 +82,9 @@ class QuestionCues:
     languages: LanguageCues
     period: PeriodReading
     order: OrderReading
-    rest: str  # the question without its language cues, its period (read or not) and its order words
+    rest: str  # the question without its language cues, period (read or not), order words, count and exclusions
+    count: CountReading = CountReading(None, ())
+    exclusions: ExclusionReading = ExclusionReading((), ())
 
 
 def find_period(text: str, today: date) -> DateExpectation | None:
@@ -81,12 +92,18 @@ def find_period(text: str, today: date) -> DateExpectation | None:
     return read_period(text, today).period
 
 
-def read_cues(question: str, today: date) -> QuestionCues:
+def read_cues(question: str, today: date, *, counts_and_exclusions: bool = True) -> QuestionCues:
+    """``counts_and_exclusions``: read how many articles it asks for and what it leaves out (a follow-up's
+    own grammar reads page sizes, and a follow-up that leaves a topic out is the model's)."""
     languages = language_cues(question)
     period = read_period(languages.rest, today)
     order = read_order(period.rest)
-    rest = period.rest
-    for start, end in sorted(order.spans, reverse=True):
-        rest = rest[:start] + " " + rest[end:]
+    rest = without_spans(period.rest, list(order.spans))
+    count, exclusions = CountReading(None, ()), ExclusionReading((), ())
+    if counts_and_exclusions:
+        count = read_count(rest)
+        rest = without_spans(rest, list(count.spans))
+        exclusions = read_exclusions(rest)
+        rest = without_spans(rest, list(exclusions.spans))
     # "Since July, what has …": what stood before the period is no part of the question's form
-    return QuestionCues(languages, period, order, " ".join(rest.split()).lstrip(",;:–—- "))
+    return QuestionCues(languages, period, order, " ".join(rest.split()).lstrip(",;:–—- "), count, exclusions)

@@ -65,7 +65,7 @@ _STEMS: tuple[tuple[str, Language], ...] = (
     (r"russian|russisch\w*|русск\w*|русскоязычн\w*|по-русски|(?-i:RU)", "ru"),
 )
 # "Russian-language articles", "English-speaking blogs": the compound is the adjective.
-_MENTION = _r(r"(?<![\w-])(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code in _STEMS)
+_MENTION = _r(r"(?:(?<![\w-])|(?<=\bnon-)|(?<=\bnicht-))(?:" + "|".join(f"(?P<{code}>{stem})" for stem, code in _STEMS)
               + r")(?:-(?:language|speaking))?(?![\w-])")
 # "in German", "auf Deutsch", "на немецком (языке)", "по-немецки": a phrase, not an adjective.
 _PHRASE_BEFORE = _r(r"(?:\b(?:in|auf)|(?<!\w)на)\s+$")
@@ -115,6 +115,7 @@ class LanguageCues:
     rest: str  # the question without its language cues
     several: tuple[Language, ...] = ()  # every articles' language it names (two or more: a list)
     on_collection: tuple[Language, ...] = ()  # articles' languages named on a collection noun (proven)
+    excluded: tuple[Language, ...] = ()  # languages it leaves out ("anything but German", "кроме английских")
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,42 @@ def _of_the_last_sentence(text: str, articles: list[_Mention]) -> list[_Mention]
     """The articles' languages the last sentence naming one names (all of them, when it is one sentence)."""
     breaks = [i for i in range(1, len(articles)) if sentence_ends_between(text, articles[i - 1].end, articles[i].start)]
     return articles[breaks[-1]:] if breaks else articles
+
+
+# A language left out: "anything but German", "not in Russian", "кроме немецких", "только не на английском",
+# "außer auf Englisch", "keine deutschen Beiträge": a negation or an exclusion just before the mention.
+_EXCLUDED_BEFORE = _r(
+    r"(?:(?:\b(?:not|except(?:\s+for)?|excluding|exclude|other\s+than|apart\s+from|anything\s+but|all\s+but"
+    r"|languages?\s+but|no|skip"
+    r"|ignore|leave\s+out)|(?<!\w)(?:не|кроме|за\s+исключением|исключая|исключи|пропусти|не\s+бери|не\s+учитывай)"
+    r"|\b(?:nicht|außer|ausser|ausgenommen|kein\w*|ignoriere|überspring\w*))"
+    r"\s+(?:(?:the|any|ones|ones\s+in|in|on|auf|den|die|der|dem|des|как|статей|постов)\s+)?)$"
+)
+# "non-English articles", "nicht-englische Beiträge" (on the articles' noun: "non-English domain names" is a topic)
+_NON_BEFORE = _r(r"\b(?:non|nicht)-$")
+# …or a verb of leaving out after it: "Английские статьи не бери", "englische Beiträge bitte weglassen"
+_EXCLUDED_AFTER = _r(
+    r"^\s+(?:" + _COLLECTION + r"\s+)?(?:(?:bitte|пожалуйста|please)\s+)?(?:не\s+(?:бери|учитывай|включай|показывай|надо)"
+    r"|ausklammern|weglassen|ignorieren|ausschließen|auslassen)(?!\w)"
+)
+
+
+def _left_out(text: str, mention: _Mention) -> bool:
+    return _EXCLUDED_BEFORE.search(text[: mention.phrase_start]) is not None \
+        or _EXCLUDED_AFTER.match(text[mention.end:]) is not None \
+        or (_NON_BEFORE.search(text[: mention.start]) is not None and _on_collection(text, mention))
+
+
+_ONES_AFTER = _r(r"^\s+(?:ones?|" + _COLLECTION + r")(?![\w-])")
+
+
+def _left_out_span(text: str, mention: _Mention) -> tuple[int, int]:
+    """The words that leave a language out, with the language: cut from the topic."""
+    before = _EXCLUDED_BEFORE.search(text[: mention.phrase_start]) or _NON_BEFORE.search(text[: mention.start])
+    after = _EXCLUDED_AFTER.match(text[mention.end:])
+    ones = _ONES_AFTER.match(text[mention.end:])  # "skip the Russian ones"
+    end = mention.end + (after.end() if after else ones.end() if ones else 0)
+    return (before.start() if before else mention.phrase_start, end)
 
 
 def _governed_by_answer_verb(text: str, mention: _Mention) -> bool:
@@ -186,7 +223,9 @@ def _names_the_topic(text: str, mention: _Mention) -> bool:
 
 def language_cues(question: str) -> LanguageCues:
     question = _spelled(question)
-    mentions = [m for m in _mentions(question) if not _names_the_topic(question, m)]
+    every = [m for m in _mentions(question) if not _names_the_topic(question, m)]
+    left_out = [m for m in every if _left_out(question, m)]
+    mentions = [m for m in every if m not in left_out]
     answer_mentions = [m for m in mentions if _governed_by_answer_verb(question, m)]
     articles = [m for m in mentions if m not in answer_mentions]
     if not answer_mentions and len(articles) >= 2 and articles[-1].phrase \
@@ -196,7 +235,8 @@ def language_cues(question: str) -> LanguageCues:
     beside = None if answer_mentions else _answer_beside_articles(question, articles)
     if beside is not None:
         answer_mentions, articles = [beside], [m for m in articles if m is not beside]
-    cut = _cue_spans(question, mentions)
+    cut = _cue_spans(question, mentions) + [_left_out_span(question, m) for m in left_out]
+    excluded = tuple(dict.fromkeys(m.language for m in left_out))
     everything = _ALL_LANGUAGES.search(question)
     if everything is not None:
         cut.append(everything.span())
@@ -207,9 +247,9 @@ def language_cues(question: str) -> LanguageCues:
         # "in any language …, the gist in German": the articles' languages are said, so a language
         # phrase beside them is the answer's
         phrases = [m for m in mentions if m.phrase]
-        return LanguageCues(None, True, answer or (phrases[-1].language if phrases else None), rest)
+        return LanguageCues(None, True, answer or (phrases[-1].language if phrases else None), rest, excluded=excluded)
     proven = tuple(dict.fromkeys(m.language for m in articles if _on_collection(question, m)))
-    return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several, proven)
+    return LanguageCues(several[0] if len(several) == 1 else None, False, answer, rest, several, proven, excluded)
 
 
 # What a language cue takes with it out of the topic: its noun ("in russischer Sprache", "на немецком
@@ -259,6 +299,7 @@ def _on_collection(text: str, mention: _Mention) -> bool:
 
 
 COLLECTION_NOUN = _r(r"(?<![\w-])" + _COLLECTION + r"(?![\w-])")
+COLLECTION_PATTERN = _COLLECTION  # the articles' nouns, for other readers' patterns
 
 
 def _answer_beside_articles(text: str, articles: list[_Mention]) -> _Mention | None:

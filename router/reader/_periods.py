@@ -229,7 +229,9 @@ def _open_ended(tokens: list[Token], read: PhraseRead) -> PhraseRead:
     # German "an" closes an open end only after "von"/"ab" ("von 2019 an"); else it opens what follows
     # ("Was gab's vor zwei Monaten an Ruby-Releases?": which releases there were then)
     opened = {fold_at(tokens, read.first), fold_at(tokens, read.first - 1) if read.first else None}
-    if one in _ON and (one != "an" or opened & {"von", "ab"}):
+    # English "on" with a word right after it governs that word ("posts from last month on Let's Encrypt")
+    governs = one == "on" and read.next + 1 < len(tokens) and not tokens[read.next].after.strip()
+    if one in _ON and (one != "an" or opened & {"von", "ab"}) and not governs:
         return PhraseRead(read.first, read.next + 1, read.date_from, None, read.anchor, "since")
     if one in ("and", "or", "и", "или", "und", "oder") and two in _LATER:
         return PhraseRead(read.first, read.next + 2, read.date_from, None, read.anchor, "since")
