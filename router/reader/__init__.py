@@ -1,4 +1,5 @@
-"""The question reader: the period, the order and the languages a question names, read in code.
+"""The question reader: the period, the order, the languages, the count ("the 5 newest") and what it leaves
+out ("but not Rails") a question names, read in code.
 
 Periods are a small grammar, not a list of phrases: word classes (`_lexicon`: months, units,
 relative words, seasons, ordinals, decades, operators, in ru/en/de with their inflections;

@@ -9,7 +9,11 @@ The markers are the conjunctions and prepositions of exclusion ("except", "exclu
 A negation inside a clause is otherwise a statement
 ("why is OCSP not supported?", "почему не работает"), and "without"/"без"/"ohne" qualify a topic
 ("certificates without OCSP stapling") unless they open a clause of their own ("…, without the security
-advisories"). A language left out is the languages reader's (`_languages`: "anything but German")."""
+advisories"). A language left out is the languages reader's (`_languages`: "anything but German").
+
+Why not a library: negation-scope finders (NegEx and its ports, negspaCy) are English rule sets for clinical
+notes, keyed to findings and pseudo-negations there, with no Russian or German triggers; what a search query
+leaves out is a handful of markers per language and a clause's end, read here beside the other cues."""
 
 from __future__ import annotations
 
