@@ -49,6 +49,7 @@ from router.intent import (
     without_injection,
 )
 from router.question_reading import closing_period_question, read_question
+from router.reader import as_words
 from router.reader import words_pattern as _r
 from router.relevance import CollectionRelevance, Coverage, Relevance, coverage_of, names_held
 from router.request_examples import REFUSE_AT, ROUTE_AT, ExampleKind, RequestVote
@@ -428,6 +429,20 @@ async def check_request(
     """Is ``question`` a request to read the collection? (see the module's docstring) ``follows_up``:
     the message continues a conversation, so the examples' vote (standalone messages) never refuses it
     ("а почему так?" reads like small talk alone)."""
+    # Fields typed by an app ("topic: X; lang: de; task: explain") are judged as the words they stand for;
+    # the question routed on is the user's own (the router reads the fields itself, and the answer model
+    # and the question's language are the user's words).
+    words = as_words(question)
+    verdict = await _judged(words, language=language, tools=tools, relevance=relevance, today=today,
+                            follows_up=follows_up)
+    own = without_injection(in_standard_spelling(" ".join(question.split()))) if words != question else None
+    return replace(verdict, question=own) if verdict.passed and own else verdict
+
+
+async def _judged(
+    question: str, *, language: Language, tools: Collection[str], relevance: Relevance | None, today: date,
+    follows_up: bool,
+) -> GateVerdict:
     verdict = await _by_rules_and_collection(question, language=language, tools=tools, relevance=relevance,
                                              today=today)
     if relevance is None or verdict.refused not in (None, *_EXAMPLES_MAY_ROUTE):

@@ -31,7 +31,7 @@ from router.errors import TOOL_FAILED, RoutingFailed
 from router.executor import AskCall, ToolExecutionError, ToolExecutor
 from router.material_language import LanguageCues, language_cues, material_language
 from router.question_reading import published_period
-from router.reader import read_period
+from router.reader import as_words, read_period
 from router.tool_results import answer_result, empty_result, executed, nothing_to_answer, search_result
 from router.tools import ASK, SEARCH, SEARCH_AND_ASK, AskArgs, ToolRegistry, combined_search_keys
 
@@ -151,7 +151,8 @@ class CallValidator:
         self.client_language = client_language  # the material language's default, over the question's
         self.language_cues = language_cues(question)
         self.articles_language = articles_language(self.language_cues)
-        self.period_reading = read_period(question, today)  # the period named, and cue words it could not read
+        # the period named, and cue words it could not read ("since: 2023-01" read as the reader reads it)
+        self.period_reading = read_period(as_words(question), today)
 
     def _with_language(self, args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
         """The arguments with the articles' language to search, and the adjustment made (None: none).

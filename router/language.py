@@ -6,7 +6,7 @@ import re
 
 from infra.results import Language
 from infra.text_language import detect, detector
-from router.reader import language_cues
+from router.reader import as_words, language_cues
 
 _CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 _GERMAN_LETTERS = re.compile(r"[äöüßÄÖÜ]")
@@ -54,5 +54,7 @@ def detect_language(text: str, default: Language = "en") -> Language:
 def written_language(question: str, default: Language = "en") -> Language:
     """The language ``question`` is written in, read without its language cues: "In English please"
     or "Antworte auf Deutsch" asks for the answer's language and is no evidence of the question's."""
+    if as_words(question) != question:  # fields ("тема: X; язык ответа: de") read in English words: the keys tell
+        return detect_language(question, default)
     rest = language_cues(question).rest
     return detect_language(rest if _WORD.search(rest) else question, default)

@@ -34,6 +34,7 @@ from router.reader import (
     COLLECTION_PATTERN,
     DateExpectation,
     QuestionCues,
+    as_words,
     language_cues,
     read_cues,
     read_period,
@@ -76,7 +77,8 @@ _STOPWORDS = frozenset(
     put alles neue neuen neuer ein eine einen einem einer ever
     aber
     write wrote cover covered ging gingen auflisten schon collect gather собери sammle sammel только but aber но
-    exact exactly phrase точной точную точная фразой фразу фраза дословно exakt exakte wortwörtlich wortlaut написали освещали geschrieben gebracht berichtet
+    exact exactly phrase точной точную точная фразой фразу фраза дословно exakt exakte wortwörtlich wortlaut
+    filter filters parameters фильтр фильтры параметрам параметры параметров filter parametern parameter написали освещали geschrieben gebracht berichtet
     site website blog сайт сайта сайте блог блога блоге seite webseite
     """.split()
 )
@@ -260,4 +262,4 @@ def published_period(period: DateExpectation | None) -> PublishedPeriod | None:
 
 def question_period(question: str, today: date) -> PublishedPeriod | None:
     """`published_period` of the period ``question`` names, read as the router reads it."""
-    return published_period(read_period(" ".join(question.split()), today).period)
+    return published_period(read_period(as_words(" ".join(question.split())), today).period)

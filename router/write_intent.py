@@ -136,7 +136,7 @@ _READ_VERB = _r(
     r"|gather|compile|return|retrieve|locate|track|identify|extract|match|let|walk|catch|point|print|output"
     r"|retell|paraphrase|recount|erzähl|erzähle|schildere|take"
     r"|возьми|возьмите|бери|берите|найди|покажи|выведи|дай|подбери|поищи|перечисли|назови|расскажи|объясни|опиши|сравни|перескажи|обобщи"
-    r"|резюмируй|открой|прочитай|прочти|посмотри|смотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
+    r"|резюмируй|суммируй|суммаризируй|суммаризуй|открой|прочитай|прочти|посмотри|смотри|глянь|проверь|отсортируй|упорядочь|собери|выбери|посоветуй"
     r"|подскажи|порекомендуй|отфильтруй|процитируй|приведи|напомни|помоги|подкинь|скинь|пришли|отправь|кинь"
     r"|найдите|покажите|выведите|дайте|расскажите|объясните|подскажите|пришлите"
     r"|finde|find|zeig|zeige|such|suche|liste|gib|nenne|erkläre|erklär|beschreibe|vergleiche|fasse|fass|lies"
@@ -155,7 +155,10 @@ _EN_DET = r"(?:the|a|an|all|every|each|this|that|these|those|my|our|both)"
 _DE_DET = (r"(?:den|die|das|dem|der|des|einen|eine|ein|einem|alle|allen|jeden|jede|diesen|diese|dieses|diesem"
            r"|meinen|meine|unseren|unsere|sämtliche)")
 _RU_IMPERATIVE = re.compile(r"^[а-яё]+(?:и|ите|й|йте|ь|ьте)$", re.I)
-_RU_NOUN_ENDING = re.compile(r"(?:ости|ии|ции|ки|ги|хи)$", re.I)  # "уязвимости", "версии", "новинки": nouns
+# "уязвимости", "версии", "новинки", "пользователь", "писатель": nouns
+_RU_NOUN_ENDING = re.compile(r"(?:ости|ии|ции|ки|ги|хи|тель)$", re.I)
+# "Zusammenfassung der …", "Sicherheit der …": a German noun's suffix, never an imperative's
+_DE_NOUN_ENDING = re.compile(r"(?:ung|heit|keit|schaft|tion|tät|nis)$", re.I)
 # "немецкой", "русской", "новой", "старый", "последней": adjectives, not imperatives ("скрой", "открой" are)
 _RU_ADJECTIVE_ENDING = re.compile(r"(?:ий|ый|ей|ской|цкой|ной|вой|жой|шой|чой|щой)$", re.I)
 # Between the verb and its object: words that are not source prepositions ("write a summary *of* the
@@ -211,7 +214,7 @@ def _imperative(words: list[str], *, after_modal: bool = False) -> bool:
     if re.match(r"[а-яё]", first, re.I):
         return bool(_RU_IMPERATIVE.match(first)) and not _RU_NOUN_ENDING.search(first) \
             and not _RU_ADJECTIVE_ENDING.search(first)
-    if len(words) < 2:
+    if len(words) < 2 or _DE_NOUN_ENDING.search(first):
         return False
     following = words[2] if len(words) > 2 and re.fullmatch(r"bitte|mal|doch|please", words[1], re.I) else words[1]
     return bool(re.fullmatch(_EN_DET, following, re.I) or re.fullmatch(_DE_DET, following, re.I))

@@ -35,6 +35,7 @@ from datetime import date
 from router.reader._calendar import shift, unit_span
 from router.reader._counts import CountReading, read_count
 from router.reader._exclusions import ExclusionReading, read_exclusions
+from router.reader._fields import as_words
 from router.reader._holidays import HOLIDAY_WISHES
 from router.reader._languages import (
     COLLECTION_NOUN,
@@ -67,6 +68,7 @@ __all__ = [
     "COLLECTION_NOUN",
     "COLLECTION_PATTERN",
     "NUMBER_WORD_ALTERNATION",
+    "as_words",
     "cut_match",
     "number_value",
     "words_pattern",
@@ -90,7 +92,7 @@ class QuestionCues:
 
 def find_period(text: str, today: date) -> DateExpectation | None:
     """The period ``text`` names, resolved against ``today`` (None: it names none the grammar reads)."""
-    return read_period(text, today).period
+    return read_period(as_words(text), today).period
 
 
 def read_cues(question: str, today: date, *, counts_and_exclusions: bool = True) -> QuestionCues:

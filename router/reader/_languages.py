@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from infra.results import Language
+from router.reader._fields import as_words
 from router.reader._patterns import sentence_ends_between, without_spans
 from router.reader._patterns import words_pattern as _r
 from router.reader._spelling import inner_edits
@@ -222,7 +223,7 @@ def _names_the_topic(text: str, mention: _Mention) -> bool:
 
 
 def language_cues(question: str) -> LanguageCues:
-    question = _spelled(question)
+    question = _spelled(as_words(question))  # "lang: de", "2023-Q1": fields and ISO periods in words
     every = [m for m in _mentions(question) if not _names_the_topic(question, m)]
     left_out = [m for m in every if _left_out(question, m)]
     mentions = [m for m in every if m not in left_out]
