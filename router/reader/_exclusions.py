@@ -23,6 +23,12 @@ from dataclasses import dataclass
 from router.reader._patterns import words_pattern as _r
 
 _OPENS_CLAUSE = r"(?:^|(?<=[,;:(—–])\s*|(?<=\s-)\s*|(?<=\s)(?:but|and|but\s+also|но|и|а|aber|und|doch)\s+)"
+# After a negation, a hedge, an addition or an idiom, not an exclusion: "not sure if …", "not only the release
+# notes", "no idea where …", "не уверен", "не только", "nicht sicher", "nicht nur", "keine Ahnung"
+_HEDGE = (r"(?:sure|certain|really|quite|only|just|yet|much|exactly|too|necessarily|уверен\w*|только|совсем"
+          r"|обязательно|знаю|помню|понимаю|sicher|nur|ganz|unbedingt|genau|mehr"
+          # and the fixed phrases of "no": "no idea where …", "no matter which", "kein Problem"
+          r"|idea|clue|matter|problem|worries|need|rush|hurry|doubt|one|ahnung|problem|eile|идей|проблем|разницы)(?!\w)")
 _EXCLUSION = _r(
     r"(?:\b(?:except(?:\s+for)?|excluding|exclude|other\s+than|apart\s+from|minus)"
     r"|(?<!\w)(?:кроме|за\s+исключением|исключая|исключи)|\b(?:außer|ausgenommen|ausser|exklusive|ausschließlich\s+ohne)"
@@ -32,7 +38,7 @@ _EXCLUSION = _r(
     # what the articles do not mention: "(that) don't mention Rails", "которые не упоминают X"
     r"|\b(?:that\s+|which\s+)?(?:don'?t|do\s+not|doesn'?t|does\s+not)\s+(?:mention|cover|talk\s+about|deal\s+with|include)"
     r"|(?<!\w)(?:где|которые|что)\s+не\s+(?:упомина\w+|говорится\s+(?:о|об|про))"
-    r"|" + _OPENS_CLAUSE + r"(?:not|nothing|no|without|не|без|ни|nicht|nichts|ohne|kein\w*)"
+    r"|" + _OPENS_CLAUSE + r"(?:not|nothing|no|without|не|без|ни|nicht|nichts|ohne|kein\w*)(?!\s+" + _HEDGE + r")"
     # a negated topic preposition anywhere: "статьи про OCSP не про Certbot", "posts on ACME not about Certbot"
     r"|\b(?:not|nicht)(?=\s+(?:about|on|über|zu|zum|zur)\s)|(?<!\w)не(?=\s+(?:про|о|об)\s))"
     # what the marker is followed by before the words it governs: "about", "the", "posts on", "тех, что про",

@@ -126,12 +126,8 @@ def _field_words(match: re.Match[str]) -> str:
         return " newest first " if re.match(r"new|desc|нов|свеж|neu|jüng", folded) else match.group(0)
     if key == "limit":
         return f" top {value} " if value.isdigit() else match.group(0)
-    if key == "since":
-        return f" since {value} "
-    if key == "until":
-        return f" until {value} "
-    if key == "before":
-        return f" before {value} "
+    if key in ("since", "until", "before"):  # the period grammar's own operators
+        return f" {key} {value} "
     if key == "task":
         verb = next((verb for pattern, verb in _TASKS if pattern.match(value)), None)
         if verb is not None:  # "explain", or "summarize the advisories": the verb in the form the rules read

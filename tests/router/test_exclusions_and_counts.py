@@ -40,6 +40,10 @@ def test_an_excluded_topic_is_searched_with_a_minus(question: str, kept: str, le
     "how do I get a certificate without an open port 80?",
     "articles on using ACME without DNS access",
     "Почему не работает продление сертификата?",
+    "Not sure if this exists, but show me posts about YJIT",  # a hedge, not an exclusion
+    "posts about YJIT, not only the release notes",
+    "Nicht sicher, ob es das gibt: Beiträge zu YJIT",
+    "no idea where to look - show me posts about YJIT",
 ])
 def test_a_negated_statement_or_a_without_in_the_topic_excludes_nothing(question: str) -> None:
     decision = fallback_decision(question, TODAY)
