@@ -159,7 +159,8 @@ class CallValidator:
 
         Left out: the seed's rule fills it (router.material_language). Sent: it stands, unless the
         question contradicts it provably -- it names one language in the articles' role ("German
-        articles", "статьи на немецком") or asks for all languages -- and then the question wins,
+        articles", "статьи на немецком"), asks for all languages, or leaves the sent one out ("anything
+        but German") -- and then the question wins,
         listed as an adjustment. A mention in another role ("the German locale", "answer in
         English", two languages) proves nothing. The question's own language sent by the model is
         the rule's default (a client's `language` replaces it, as when it is left out). A value that
@@ -177,7 +178,11 @@ class CallValidator:
         if named is not None and named != sent:
             out["language"] = named
             return out, f"language {sent} replaced by {named}: the question asks for {_NAMES[named]} articles"
-        if self.language_cues.all_languages:
+        if sent in self.language_cues.excluded:  # "anything but German", and the model sent German
+            out["language"] = default
+            others = " and ".join(_NAMES[c] for c in ([default] if isinstance(default, str) else default or []))
+            return out, f"language {sent} replaced by {others}: the question leaves {_NAMES[sent]} articles out"
+        if self.language_cues.all_languages and not self.language_cues.excluded:
             out["language"] = None
             return out, f"language {sent} dropped: the question asks for articles in all languages"
         client = self.client_language

@@ -35,10 +35,11 @@ def material_language(
         return cues.named
     if len(cues.several) >= 2:  # "the Russian and the German announcements": both, as one filter
         return sorted(cues.several)
-    if cues.all_languages and not cues.excluded:
+    left_out = cues.excluded if len(cues.excluded) < len(LANGUAGES) else ()  # all three left out: none is
+    if cues.all_languages and not left_out:
         return None
-    if cues.excluded:  # "anything but German": the other languages
-        others = [language for language in LANGUAGES if language not in cues.excluded]
+    if left_out:  # "anything but German": the other languages
+        others = [language for language in LANGUAGES if language not in left_out]
         return others[0] if len(others) == 1 else sorted(others)
     if proposed is not None and proposed != written_in:
         return proposed

@@ -10,10 +10,12 @@ from datetime import date
 
 import pytest
 
+from infra.settings import Settings
 from router.code_filters import fill_filters
 from router.fallback import fallback_decision
+from router.gateway import CallValidator, ValidatedCall
 from router.question_reading import read_question
-from router.tools import ASK, SEARCH, SEARCH_AND_ASK
+from router.tools import ASK, SEARCH, SEARCH_AND_ASK, default_registry
 from tests.router._gate_rules import rules_verdict
 
 TODAY = date(2026, 6, 17)
@@ -104,3 +106,16 @@ def test_code_fills_the_count_and_the_exclusions_into_a_models_search() -> None:
     assert tool == SEARCH and args["text"] == "Ruby -Rails" and args["pageSize"] == 3, args
     tool, args = fill_filters(ASK, {"question": "Ruby"}, read_question("explain Ruby, not Rails", TODAY))
     assert tool == ASK and "pageSize" not in args
+
+
+def test_a_models_language_that_the_question_leaves_out_is_replaced_and_said() -> None:
+    question = "YJIT posts, anything but German"
+    validator = CallValidator(default_registry(), Settings().limits, today=TODAY, question=question,
+                              user_language="en")
+    call = validator.validate(SEARCH, {"text": "YJIT", "language": "de"})
+    assert isinstance(call, ValidatedCall) and call.search is not None
+    assert call.search.language == ["en", "ru"]
+    assert call.search.adjustments == ["language de replaced by English and Russian: the question leaves German "
+                                       "articles out"]
+    kept = validator.validate(SEARCH, {"text": "YJIT", "language": "en"})  # one of the others: it stands
+    assert isinstance(kept, ValidatedCall) and kept.search is not None and kept.search.language == "en"
