@@ -94,8 +94,13 @@ def fallback_decision(
             return combined(rest, reason + ", in the brief form asked")
         if reading.answer_asked is not None:  # "Russian articles on X, and answer in Russian": an answer is wanted
             return combined(rest, reason + ", with an answer in a named language")
-        return FallbackDecision(SEARCH, _present({"text": reading.with_excluded(keywords(rest, drop=INTERROGATIVES)),
-                                                  **filters, "pageSize": reading.page_size}), reason, reading)
+        return listed(rest, reason)
+
+    def listed(topic_text: str, reason: str) -> FallbackDecision:
+        """The search of ``topic_text``'s topic, with the filters, the words left out and the page's size."""
+        arguments = {"text": reading.with_excluded(keywords(topic_text, drop=INTERROGATIVES)), **filters,
+                     "pageSize": reading.page_size}
+        return FallbackDecision(SEARCH, _present(arguments), reason, reading)
 
     def combined(search_text: str, reason: str) -> FallbackDecision:
         # the answer's shape ("the key themes", "кратко") is no topic
@@ -137,8 +142,7 @@ def fallback_decision(
     if produced is not None:  # a list, a digest or a retelling of the articles, its topic after it
         tool, topic, reason = produced
         if tool == SEARCH:
-            return FallbackDecision(SEARCH, _present({"text": reading.with_excluded(keywords(topic, drop=INTERROGATIVES)),
-                                                      **filters, "pageSize": reading.page_size}), reason, reading)
+            return listed(topic, reason)
         if tool == ASK:
             return ask(reason)
         return combined(topic, reason)

@@ -435,8 +435,14 @@ async def check_request(
     words = as_words(question)
     verdict = await _judged(words, language=language, tools=tools, relevance=relevance, today=today,
                             follows_up=follows_up)
-    own = without_injection(in_standard_spelling(" ".join(question.split()))) if words != question else None
+    own = without_injection(_standard(question)) if words != question else None
     return replace(verdict, question=own) if verdict.passed and own else verdict
+
+
+def _standard(question: str) -> str:
+    """The message as the rules read it: chat spellings in standard spelling ("can u …"); a model is asked
+    the message as typed."""
+    return in_standard_spelling(" ".join(question.split()))
 
 
 async def _judged(
@@ -480,8 +486,7 @@ async def _by_rules_and_collection(
     question: str, *, language: Language, tools: Collection[str], relevance: Relevance | None, today: date,
 ) -> GateVerdict:
     """The rules and the collection's two signals (words, meaning), before the examples' vote."""
-    # The rules read chat spellings in standard spelling ("can u …"); a model is asked the message as typed.
-    text = in_standard_spelling(" ".join(question.split()))
+    text = _standard(question)
     if not text:
         return GateVerdict(text, "empty", "the question is empty")
     if small_talk(text) or META.search(text) or META.search(_GREETING.sub("", text)) or _about_the_assistant(text):
